@@ -1,0 +1,206 @@
+"""One timer thread over a heap of deadlines.
+
+Theory of operation: a :class:`Scheduler` owns a heap of ``(deadline, seq,
+handle)`` entries and one daemon thread that sleeps on a condition until the
+earliest deadline, pops every due entry and runs its callback with the lock
+released.  Cancelling a handle only marks it; dead entries are skipped when they
+surface and the heap is rebuilt when more than half of it is dead, so a
+cancel is O(1) and memory stays proportional to the live timers.
+
+However many deadlines are pending, they cost one thread.  The process-wide
+instance (:func:`default_scheduler`) starts its thread lazily on the first
+timer, is named ``jsonrpc-timer`` and is re-created in a forked child.
+
+Callbacks run on the timer thread, one after the other: they must be short and
+must not block (hand slow work to another thread).  Their exceptions are
+logged, never raised.
+
+Thread-safety: every method may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from typing import Any, Callable, List, Optional, Tuple
+
+logger = logging.getLogger(__name__)
+
+#: Rebuild the heap when more than this many entries are cancelled and they
+#: are more than half of it.
+_COMPACT_MIN_CANCELLED = 1024
+
+
+class TimerHandle:
+    """A scheduled callback.  :meth:`cancel` withdraws it if it has not run yet."""
+
+    __slots__ = ("_args", "_callback", "_scheduler", "deadline")
+
+    def __init__(
+        self, scheduler: Scheduler, deadline: float, callback: Callable[..., Any], args: Tuple[Any, ...]
+    ) -> None:
+        self._scheduler: Optional[Scheduler] = scheduler
+        self.deadline = deadline
+        self._callback: Optional[Callable[..., Any]] = callback
+        self._args = args
+
+    def cancel(self) -> bool:
+        """Withdraw the callback.  Returns False when it already ran or was cancelled."""
+        scheduler = self._scheduler
+        if scheduler is None:
+            return False
+        return scheduler._cancel(self)
+
+    @property
+    def active(self) -> bool:
+        """True until the handle runs or is cancelled."""
+        return self._scheduler is not None
+
+
+_Entry = Tuple[float, int, TimerHandle]
+
+
+class Scheduler:
+    """A heap of deadlines served by one lazily started daemon thread."""
+
+    def __init__(self, name: str = "jsonrpc-timer") -> None:
+        self._name = name
+        # _cond guards _heap, _cancelled, _thread and _stopped.
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: List[_Entry] = []
+        self._cancelled = 0
+        self._seq = itertools.count()
+        self._thread: Optional[threading.Thread] = None
+        self._stopped = False
+
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run ``callback(*args)`` on the timer thread after ``delay`` seconds.
+
+        Raises:
+            RuntimeError: when the scheduler was stopped.
+        """
+        return self.call_at(time.monotonic() + delay, callback, *args)
+
+    def call_at(self, deadline: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run ``callback(*args)`` at ``deadline`` on the :func:`time.monotonic` clock.
+
+        Raises:
+            RuntimeError: when the scheduler was stopped.
+        """
+        handle = TimerHandle(self, deadline, callback, args)
+        with self._cond:
+            if self._stopped:
+                raise RuntimeError("scheduler is stopped")
+            heap = self._heap
+            heapq.heappush(heap, (deadline, next(self._seq), handle))
+            if self._thread is None:
+                self._start_thread()
+            elif heap[0][2] is handle:
+                # The new deadline is the earliest: wake the thread to re-arm.
+                self._cond.notify()
+        return handle
+
+    def pending(self) -> int:
+        """How many timers are scheduled and not cancelled."""
+        with self._cond:
+            return len(self._heap) - self._cancelled
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Drop every timer and end the thread (bounded by ``timeout``).  Idempotent."""
+        with self._cond:
+            self._stopped = True
+            for _, _, handle in self._heap:
+                handle._scheduler = None
+            self._heap.clear()
+            self._cancelled = 0
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    @property
+    def thread(self) -> Optional[threading.Thread]:
+        """The timer thread, once started."""
+        return self._thread
+
+    def _cancel(self, handle: TimerHandle) -> bool:
+        with self._cond:
+            if handle._scheduler is None:
+                return False
+            handle._scheduler = None
+            handle._callback = None
+            handle._args = ()
+            self._cancelled += 1
+            if self._cancelled > _COMPACT_MIN_CANCELLED and self._cancelled * 2 > len(self._heap):
+                self._heap = [entry for entry in self._heap if entry[2]._scheduler is not None]
+                heapq.heapify(self._heap)
+                self._cancelled = 0
+        return True
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread = thread
+        thread.start()
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            due: List[TimerHandle] = []
+            with cond:
+                while not due:
+                    if self._stopped:
+                        return
+                    heap = self._heap
+                    if not heap:
+                        cond.wait()
+                        continue
+                    now = time.monotonic()
+                    while heap and heap[0][0] <= now:
+                        handle = heapq.heappop(heap)[2]
+                        if handle._scheduler is None:
+                            self._cancelled -= 1
+                        else:
+                            handle._scheduler = None
+                            due.append(handle)
+                    if not due and heap:
+                        cond.wait(heap[0][0] - now)
+            for handle in due:
+                callback, args = handle._callback, handle._args
+                handle._callback = None
+                handle._args = ()
+                if callback is None:
+                    continue
+                try:
+                    callback(*args)
+                except Exception:
+                    logger.exception("timer callback %r failed", callback)
+
+
+_default: Optional[Scheduler] = None
+_default_lock = threading.Lock()
+
+
+def default_scheduler() -> Scheduler:
+    """The process-wide scheduler (one ``jsonrpc-timer`` thread for every client)."""
+    global _default
+    scheduler = _default
+    if scheduler is None:
+        with _default_lock:
+            scheduler = _default
+            if scheduler is None:
+                scheduler = _default = Scheduler()
+    return scheduler
+
+
+def _reset_after_fork() -> None:
+    global _default, _default_lock
+    _default = None
+    _default_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

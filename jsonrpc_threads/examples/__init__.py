@@ -1,0 +1,1 @@
+"""Runnable examples: ``python -m jsonrpc_threads.examples.<name>`` (``demo``, ``tool_server``)."""

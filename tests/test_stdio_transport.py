@@ -1,0 +1,559 @@
+"""StdioTransport alone, against tests/peers/stdio_peer.py run as a real child process."""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import queue
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import psutil
+import pytest
+
+from jsonrpc_threads.errors import MessageTooLarge, RequestId, TransportClosed
+from jsonrpc_threads.transports.base import Transport
+from jsonrpc_threads.transports.stdio import (
+    DEFAULT_ENV_ALLOWLIST,
+    EXIT_AFTER_EOF_WAIT_S,
+    StdioTransport,
+)
+
+from .conftest import peer_command
+
+#: Upper bound for any single wait in these tests.
+WAIT_S = 20.0
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class RecordingSink:
+    """Records what the transport reports; every wait has a timeout."""
+
+    def __init__(self) -> None:
+        self.messages: queue.Queue[bytes] = queue.Queue()
+        self.failed: queue.Queue[Tuple[List[RequestId], Exception]] = queue.Queue()
+        self.closed = threading.Event()
+        self.lock = threading.Lock()
+        self.closed_errors: List[TransportClosed] = []
+
+    def message_received(self, data: bytes) -> None:
+        self.messages.put(data)
+
+    def requests_failed(self, request_ids: Sequence[RequestId], error: Exception) -> None:
+        self.failed.put((list(request_ids), error))
+
+    def transport_closed(self, error: TransportClosed) -> None:
+        with self.lock:
+            self.closed_errors.append(error)
+        self.closed.set()
+
+    def next_message(self, timeout: float = WAIT_S) -> bytes:
+        return self.messages.get(timeout=timeout)
+
+    def wait_closed(self, timeout: float = WAIT_S) -> TransportClosed:
+        assert self.closed.wait(timeout), "transport_closed was not called"
+        with self.lock:
+            return self.closed_errors[0]
+
+
+def request_bytes(request_id: RequestId, method: str, params: Any = None) -> bytes:
+    message: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def call(transport: StdioTransport, sink: RecordingSink, request_id: RequestId, method: str, params: Any = None) -> Any:
+    """Send a request and return the result of its response; other messages are skipped."""
+    transport.send(request_bytes(request_id, method, params))
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        message = json.loads(sink.next_message(timeout=max(0.0, deadline - time.monotonic())))
+        if isinstance(message, dict) and message.get("id") == request_id and "method" not in message:
+            assert "result" in message, message
+            return message["result"]
+
+
+def gone(pid: int) -> bool:
+    """The process no longer runs (an orphaned zombie counts as gone: it is not ours to reap)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+Maker = Callable[..., Tuple[StdioTransport, RecordingSink]]
+
+
+@pytest.fixture
+def make() -> Iterator[Maker]:
+    """Build started transports on the test peer; all are closed at teardown."""
+    made: List[StdioTransport] = []
+
+    def factory(*flags: str, start: bool = True, **kwargs: Any) -> Tuple[StdioTransport, RecordingSink]:
+        transport = StdioTransport(peer_command("stdio_peer", *flags), **kwargs)
+        made.append(transport)
+        sink = RecordingSink()
+        if start:
+            transport.start(sink)
+        return transport, sink
+
+    try:
+        yield factory
+    finally:
+        for transport in made:
+            transport.close()
+
+
+# -- messages ------------------------------------------------------------------
+
+
+def test_is_a_transport(make: Maker) -> None:
+    transport, _ = make(start=False)
+    assert isinstance(transport, Transport)
+    assert transport.pid > 0
+    assert transport.returncode is None
+    assert "stdio_peer.py" in transport.label
+
+
+def test_echo_round_trip_delivers_the_raw_line(make: Maker) -> None:
+    transport, sink = make()
+    transport.send(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":"b"}}')
+    assert sink.next_message() == b'{"jsonrpc":"2.0","id":1,"result":{"a":"b"}}'
+
+
+def test_unicode_line_separators_do_not_split_lines(make: Maker) -> None:
+    transport, sink = make()
+    transport.send(request_bytes(1, "unicode", ["\u2028tail"]))
+    raw = sink.next_message()
+    assert "\u2028".encode() in raw and "\u2029".encode() in raw
+    assert json.loads(raw)["result"] == "line\u2028sep\u2029para \U0001f600 é\u2028tail"
+    # Nothing else came in: the next message is the answer to the next request.
+    assert call(transport, sink, 2, "echo", ["a\u2028b"]) == ["a\u2028b"]
+
+
+def test_concurrent_sends_are_not_interleaved(make: Maker) -> None:
+    transport, sink = make()
+    threads_count, per_thread = 8, 100
+    payload = "y" * 5000
+
+    def sender(base: int) -> None:
+        for i in range(per_thread):
+            transport.send(request_bytes(base + i, "echo", [payload]))
+
+    threads = [threading.Thread(target=sender, args=(n * 1000,)) for n in range(threads_count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    seen = set()
+    for _ in range(threads_count * per_thread):
+        message = json.loads(sink.next_message())
+        assert message["result"] == [payload]
+        seen.add(message["id"])
+    assert len(seen) == threads_count * per_thread
+
+
+def test_blank_and_non_json_lines_are_passed_or_skipped(make: Maker) -> None:
+    transport, sink = make()
+    transport.send(request_bytes(1, "garbage"))
+    # Blank lines are dropped here; lines that are not JSON are the client's to judge.
+    assert sink.next_message() == b"this is not json"
+    assert sink.next_message() == b'{"jsonrpc": "2.0"}'
+    assert json.loads(sink.next_message()) == {"jsonrpc": "2.0", "id": 1, "result": "ok"}
+
+
+def test_send_refuses_a_newline(make: Maker) -> None:
+    transport, _ = make()
+    with pytest.raises(ValueError, match="newline"):
+        transport.send(b'{"a":\n1}')
+
+
+# -- construction ------------------------------------------------------------------
+
+
+def test_missing_command_fails_at_construction() -> None:
+    with pytest.raises(TransportClosed, match="no-such-command-xyz") as info:
+        StdioTransport(["no-such-command-xyz", "--flag"])
+    assert isinstance(info.value, ConnectionError)
+    assert "No such file" in str(info.value)
+    with pytest.raises(TransportClosed, match="no-such-command-xyz"):
+        StdioTransport("no-such-command-xyz --flag")
+
+
+def test_non_executable_command_fails_at_construction(tmp_path: Path) -> None:
+    script = tmp_path / "script.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    with pytest.raises(TransportClosed, match=r"script\.sh") as info:
+        StdioTransport([str(script)])
+    assert "Permission denied" in str(info.value)
+
+
+def test_empty_command_is_refused() -> None:
+    with pytest.raises(ValueError):
+        StdioTransport([])
+    with pytest.raises(ValueError):
+        StdioTransport("   ")
+
+
+def test_str_command_is_split_not_run_by_a_shell(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    command = shlex.join(peer_command("stdio_peer")) + f" ; touch {shlex.quote(str(marker))}"
+    # "; touch ..." are extra arguments the peer refuses (argparse exits 2): no shell ran them.
+    transport = StdioTransport(command)
+    try:
+        sink = RecordingSink()
+        transport.start(sink)
+        error = sink.wait_closed()
+        assert error.returncode == 2
+        assert "unrecognized arguments" in error.stderr_tail
+        assert not marker.exists()
+    finally:
+        transport.close()
+
+
+def test_environment_is_an_allowlist(make: Maker, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JSONRPC_THREADS_TEST_SECRET", "s3cret")
+    assert "PATH" in DEFAULT_ENV_ALLOWLIST and "JSONRPC_THREADS_TEST_SECRET" not in DEFAULT_ENV_ALLOWLIST
+
+    transport, sink = make()
+    env = call(transport, sink, 1, "env")
+    assert "JSONRPC_THREADS_TEST_SECRET" not in env
+    assert env["PATH"] == os.environ["PATH"]
+
+    transport, sink = make(env={"JSONRPC_THREADS_TEST_EXTRA": "1", "PATH": None})
+    env = call(transport, sink, 1, "env")
+    assert env["JSONRPC_THREADS_TEST_EXTRA"] == "1"
+    assert "PATH" not in env
+    assert "JSONRPC_THREADS_TEST_SECRET" not in env
+
+    transport, sink = make(inherit_env=True, env={"JSONRPC_THREADS_TEST_EXTRA": "2"})
+    env = call(transport, sink, 1, "env")
+    assert env["JSONRPC_THREADS_TEST_SECRET"] == "s3cret"  # noqa: S105
+    assert env["JSONRPC_THREADS_TEST_EXTRA"] == "2"
+
+
+def test_cwd(make: Maker, tmp_path: Path) -> None:
+    transport, sink = make(cwd=tmp_path)
+    assert os.path.realpath(call(transport, sink, 1, "cwd")) == os.path.realpath(tmp_path)
+
+
+def test_bad_cwd_fails_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(TransportClosed, match="Cannot start"):
+        StdioTransport(peer_command("stdio_peer"), cwd=tmp_path / "missing")
+
+
+def test_start_twice_and_after_close(make: Maker) -> None:
+    transport, sink = make()
+    with pytest.raises(RuntimeError):
+        transport.start(sink)
+    other, _ = make(start=False)
+    other.close()
+    with pytest.raises(TransportClosed):
+        other.start(RecordingSink())
+
+
+# -- size limit ----------------------------------------------------------------
+
+
+def test_oversized_line_is_skipped_and_the_stream_goes_on(make: Maker, caplog: pytest.LogCaptureFixture) -> None:
+    transport, sink = make(max_line_bytes=1000)
+    with caplog.at_level(logging.ERROR, logger="jsonrpc_threads.transports.stdio"):
+        assert call(transport, sink, 1, "oversized", {"bytes": 50_000}) == "ok"
+    assert any("over the limit of 1000 bytes" in record.getMessage() for record in caplog.records)
+    assert sink.messages.empty()
+    assert call(transport, sink, 2, "echo", [1]) == [1]
+
+
+def test_line_at_the_limit_passes_one_more_byte_does_not(make: Maker) -> None:
+    limit = 200
+    transport, sink = make(max_line_bytes=limit)
+    overhead = len(b'{"jsonrpc":"2.0","id":1,"result":[""]}')
+    transport.send(request_bytes(1, "echo", ["x" * (limit - overhead)]))
+    assert len(sink.next_message()) == limit
+    transport.send(request_bytes(1, "echo", ["x" * (limit - overhead + 1)]))
+    request_ids, _error = sink.failed.get(timeout=WAIT_S)
+    assert request_ids == [1]
+    assert call(transport, sink, 2, "echo", []) == []
+
+
+def test_oversized_response_fails_its_request(make: Maker) -> None:
+    transport, sink = make(max_line_bytes=1000)
+    transport.send(request_bytes("big-1", "oversized", {"bytes": 100_000, "response": True}))
+    request_ids, error = sink.failed.get(timeout=WAIT_S)
+    assert request_ids == ["big-1"]
+    assert isinstance(error, MessageTooLarge) and error.limit == 1000
+    assert call(transport, sink, 2, "echo", [2]) == [2]
+
+
+# -- stderr ------------------------------------------------------------------------
+
+
+def test_stderr_flood_does_not_block_messages(make: Maker) -> None:
+    transport, sink = make(stderr_tail_bytes=4096)
+    flood = 24 * 1024 * 1024
+    transport.send(request_bytes(1, "stderr_flood", {"bytes": flood}))
+    transport.send(request_bytes(2, "echo", ["during"]))
+    results = {}
+    for _ in range(2):
+        message = json.loads(sink.next_message())
+        results[message["id"]] = message["result"]
+    assert results == {1: flood, 2: ["during"]}
+    assert call(transport, sink, 3, "echo", ["after"]) == ["after"]
+    transport.close()  # the drain is complete once close() returned
+    tail = transport.stderr_tail()
+    assert tail.endswith("stderr flood done\n")
+    assert len(tail.encode()) <= 4096
+    assert tail.startswith("stderr flood ")  # cut at a line boundary
+
+
+def test_stderr_lines_are_logged(make: Maker, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="jsonrpc_threads.transports.stdio"):
+        transport, sink = make(label="peer-x")
+        transport.send(request_bytes(1, "exit", {"code": 0, "stderr": "hello on stderr"}))
+        sink.wait_closed()
+    lines = [r.getMessage() for r in caplog.records if "hello on stderr" in r.getMessage()]
+    assert lines == [f"[peer-x pid {transport.pid}] stderr: hello on stderr"]
+
+
+# -- end of the child ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_child_exit_reports_returncode_and_last_words(make: Maker, attempt: int) -> None:
+    transport, sink = make()
+    words = f"last words {attempt}"
+    # Much stderr just before the exit: the drain lags behind the end of stdout.
+    chatter = "chatter\n" * 50_000
+    transport.send(request_bytes(1, "exit", {"code": 3 + attempt, "stderr": chatter + words}))
+    error = sink.wait_closed()
+    assert isinstance(error, TransportClosed)
+    assert error.returncode == 3 + attempt
+    assert words in error.stderr_tail
+    assert "exited" in error.message
+    assert transport.returncode == 3 + attempt
+    with pytest.raises(TransportClosed):
+        transport.send(request_bytes(2, "echo"))
+    transport.close()
+    with sink.lock:
+        assert len(sink.closed_errors) == 1
+
+
+def test_exit_at_start(make: Maker) -> None:
+    transport, sink = make("--exit-at-start", "7")
+    error = sink.wait_closed()
+    assert error.returncode == 7
+    assert "dying at start" in error.stderr_tail
+    assert "dying at start" in transport.stderr_tail()
+
+
+def test_closed_stdout_reported_while_running_then_reclaimed(make: Maker) -> None:
+    transport, sink = make("--close-stdout")
+    started = time.monotonic()
+    error = sink.wait_closed()
+    assert time.monotonic() - started < EXIT_AFTER_EOF_WAIT_S + 5
+    assert error.returncode is None
+    assert transport.returncode is None
+    assert not gone(transport.pid)
+    with pytest.raises(TransportClosed):
+        transport.send(request_bytes(1, "echo"))
+    transport.close()
+    assert transport.returncode == 0  # it exited at stdin EOF
+    assert gone(transport.pid)
+
+
+# -- close ------------------------------------------------------------------------
+
+
+def test_send_after_close_raises(make: Maker) -> None:
+    transport, sink = make()
+    assert call(transport, sink, 1, "echo", [1]) == [1]
+    transport.close()
+    with pytest.raises(TransportClosed):
+        transport.send(request_bytes(2, "echo"))
+    error = sink.wait_closed(0)
+    assert error.message == "Transport closed"
+    assert error.returncode == 0
+
+
+def test_close_is_idempotent_and_thread_safe(make: Maker) -> None:
+    transport, sink = make()
+    assert call(transport, sink, 1, "echo", [1]) == [1]
+    barrier = threading.Barrier(8)
+    returned: queue.Queue[Optional[int]] = queue.Queue()
+
+    def closer() -> None:
+        barrier.wait(WAIT_S)
+        transport.close()
+        returned.put(transport.returncode)
+
+    threads = [threading.Thread(target=closer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    # Every close() returned only once the child was reaped.
+    assert [returned.get_nowait() for _ in range(8)] == [0] * 8
+    transport.close()
+    with sink.lock:
+        assert len(sink.closed_errors) == 1
+
+
+def test_close_from_a_sink_callback() -> None:
+    transport = StdioTransport(peer_command("stdio_peer"))
+
+    class ClosingSink(RecordingSink):
+        def message_received(self, data: bytes) -> None:
+            transport.close()  # on the reader thread
+            super().message_received(data)
+
+    sink = ClosingSink()
+    try:
+        transport.start(sink)
+        transport.send(request_bytes(1, "echo"))
+        sink.wait_closed()
+        assert sink.next_message()
+        assert transport.returncode == 0
+    finally:
+        transport.close()
+
+
+def test_close_of_a_child_ignoring_sigterm_and_eof(make: Maker) -> None:
+    transport, sink = make("--ignore-sigterm")
+    assert call(transport, sink, 1, "echo", [1]) == [1]  # the handler is in place
+    started = time.monotonic()
+    transport.close()
+    assert time.monotonic() - started < 7
+    assert transport.returncode == -signal.SIGKILL
+    assert gone(transport.pid)
+
+
+def test_close_while_a_write_is_blocked(make: Maker) -> None:
+    transport, _sink = make()
+    transport.send(request_bytes(1, "stall"))  # the peer stops reading stdin
+    errors: queue.Queue[BaseException] = queue.Queue()
+
+    def writer() -> None:
+        try:
+            for i in range(100):  # far more than a pipe holds
+                transport.send(request_bytes(i, "echo", ["z" * 1_000_000]))
+        except BaseException as exc:
+            errors.put(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    started = time.monotonic()
+    transport.close()
+    thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert time.monotonic() - started < 7
+    assert isinstance(errors.get_nowait(), TransportClosed)
+    assert transport.returncode == -signal.SIGTERM
+
+
+@pytest.mark.parametrize("new_session", [False, True])
+def test_close_reclaims_grandchildren(make: Maker, new_session: bool) -> None:
+    transport, sink = make()
+    grandchild = call(transport, sink, 1, "spawn_grandchild", {"new_session": new_session})
+    assert not gone(grandchild)
+    transport.close()
+    assert gone(grandchild)
+    assert gone(transport.pid)
+
+
+def test_close_reclaims_grandchild_started_at_start(make: Maker) -> None:
+    transport, sink = make("--spawn-grandchild-at-start")
+    assert call(transport, sink, 1, "echo", []) == []  # the grandchild was started before
+    (grandchild,) = psutil.Process(transport.pid).children()
+    transport.close()
+    assert f"grandchild={grandchild.pid}" in transport.stderr_tail()
+    assert gone(grandchild.pid)
+
+
+def test_close_reclaims_grandchild_of_a_child_that_exited(make: Maker) -> None:
+    transport, sink = make()
+    grandchild = call(transport, sink, 1, "spawn_grandchild", {"new_session": False})
+    transport.send(request_bytes(2, "exit", {"code": 5}))
+    # Wait for the child's exit without reaping it (the transport does that).
+    os.waitid(os.P_PID, transport.pid, os.WEXITED | os.WNOWAIT)
+    # The grandchild, now an orphan, holds stdout open: no end of stream yet.
+    assert not gone(grandchild)
+    assert not sink.closed.is_set()
+    transport.close()
+    assert gone(grandchild)
+    assert sink.wait_closed(0).returncode == 5
+
+
+# -- garbage collection and interpreter exit ----------------------------------------------
+
+
+@pytest.mark.parametrize("cycle", [False, True], ids=["plain", "sink-holds-transport"])
+def test_garbage_collected_transport_warns_and_reaps(cycle: bool) -> None:
+    class Sink(RecordingSink):
+        transport: Optional[StdioTransport] = None
+
+    sink = Sink()
+    transport: Optional[StdioTransport] = StdioTransport(peer_command("stdio_peer"))
+    assert transport is not None
+    transport.start(sink)
+    assert call(transport, sink, 1, "echo", [1]) == [1]
+    pid = transport.pid
+    if cycle:
+        sink.transport = transport
+        del sink  # only the transport holds it now, and the reader holds neither
+    with pytest.warns(ResourceWarning, match=r"StdioTransport\(.*\) was never closed"):
+        transport = None
+        gc.collect()
+    assert not psutil.pid_exists(pid)
+
+
+@pytest.mark.parametrize("flags", [(), ("--ignore-sigterm",)], ids=["plain", "ignore-sigterm"])
+def test_interpreter_exit_closes_open_transports(flags: Tuple[str, ...]) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys, threading
+        from jsonrpc_threads.transports.stdio import StdioTransport
+
+        class Sink:
+            def __init__(self):
+                self.got = threading.Event()
+            def message_received(self, data):
+                self.got.set()
+            def requests_failed(self, ids, error):
+                pass
+            def transport_closed(self, error):
+                pass
+
+        transport = StdioTransport({peer_command("stdio_peer", *flags)!r})
+        sink = Sink()
+        transport.start(sink)
+        transport.send(b'{{"jsonrpc":"2.0","id":1,"method":"echo"}}')
+        assert sink.got.wait(20)
+        print(transport.pid, flush=True)
+        """
+    )
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert elapsed < 10
+    assert not psutil.pid_exists(int(result.stdout))
