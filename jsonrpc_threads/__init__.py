@@ -23,6 +23,8 @@ from .errors import (
     TransportClosed,
 )
 from .transports.base import MessageSink, Transport
+from .transports.config import transport_from_config
+from .transports.http import HttpTransport
 from .transports.stdio import StdioTransport
 
 __version__ = "0.1.0"
@@ -34,6 +36,7 @@ __all__ = [
     "Batch",
     "HttpConnectionError",
     "HttpError",
+    "HttpTransport",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -50,4 +53,5 @@ __all__ = [
     "TransportClosed",
     "lsp_cancellation",
     "mcp_cancellation",
+    "transport_from_config",
 ]

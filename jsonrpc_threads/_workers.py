@@ -16,12 +16,11 @@ Thread-safety: every method may be called from any thread.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import queue
 import threading
 import time
-from typing import Any, Callable, Deque, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Deque, List, Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +48,6 @@ class WorkerPool:
         self._closed = False
         self._ordered: Deque[Tuple[Callable[..., Any], Tuple[Any, ...]]] = collections.deque()
         self._ordered_running = False
-        self._ordered_waiting = 0
         self._local = threading.local()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -82,27 +80,12 @@ class WorkerPool:
 
     @property
     def ordered_backlog(self) -> bool:
-        """True while ordered tasks are queued or running (and not waiting, see below)."""
-        return self._ordered_running and not self._ordered_waiting
+        """True while ordered tasks are queued or running."""
+        return self._ordered_running
 
     def in_ordered_task(self) -> bool:
         """True when called from inside an ordered task."""
         return getattr(self._local, "ordered", False) is True
-
-    @contextlib.contextmanager
-    def ordered_lane_waiting(self) -> Iterator[None]:
-        """Mark the running ordered task as blocked on something else.
-
-        While marked, :attr:`ordered_backlog` is False, so work that would have
-        queued behind the ordered lane does not wait for a task that waits for it.
-        """
-        with self._lock:
-            self._ordered_waiting += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._ordered_waiting -= 1
 
     def in_worker(self) -> bool:
         """True when called from one of this pool's threads."""

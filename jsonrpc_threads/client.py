@@ -102,13 +102,16 @@ _CANCELLATION_STYLES: Dict[str, CancellationBuilder] = {"mcp": mcp_cancellation,
 class _Pending:
     """One request in flight (kept small: 100,000 of these may be pending)."""
 
-    __slots__ = ("future", "method", "timeout", "timer")
+    __slots__ = ("future", "jumps_queue", "method", "timeout", "timer")
 
     def __init__(self, future: Future[Any], method: str, timeout: Optional[float]) -> None:
         self.future = future
         self.method = method
         self.timeout = timeout
         self.timer: Optional[TimerHandle] = None
+        # Sent from a notification handler: its response must not wait behind
+        # the notifications queued after that handler, or the handler would wait for itself.
+        self.jumps_queue = False
 
 
 class _RequestFuture(Future):  # type: ignore[type-arg]
@@ -241,6 +244,8 @@ class JsonRpcClient:
         timeout = self._resolve_timeout(timeout)
         request_id, entry = self._register(method, timeout)
         data = messages.encode(messages.request_message(request_id, method, params))
+        if self._workers.in_ordered_task():
+            entry.jumps_queue = True
         with self._lock:
             if self._closed_error is not None:
                 raise self._closed_error
@@ -264,10 +269,6 @@ class JsonRpcClient:
                 free again, the peer may still be working.
             TransportClosed: the transport went away (or the client is closed).
         """
-        if self._workers.in_ordered_task():
-            # A notification handler waiting here must not hold back the response.
-            with self._workers.ordered_lane_waiting():
-                return self.request(method, params, timeout=timeout).result()
         return self.request(method, params, timeout=timeout).result()
 
     def notify(self, method: str, params: messages.Params = None) -> None:
@@ -329,8 +330,8 @@ class JsonRpcClient:
         Notification handlers run one at a time, in arrival order, on a worker
         thread; their exceptions are logged.  A response that arrives after a
         notification is delivered after that notification's handler returned, so
-        keep handlers short; a handler that must wait for this client should do
-        so through :meth:`call` (which it may), not by blocking on a future.
+        keep handlers short.  A handler may call this client (its own requests'
+        responses do not wait behind the queue).
         """
         self._notification_handlers[method] = handler
 
@@ -456,7 +457,7 @@ class JsonRpcClient:
         timer = entry.timer
         if timer is not None:
             timer.cancel()
-        if self._workers.ordered_backlog:
+        if self._workers.ordered_backlog and not entry.jumps_queue:
             # Notifications received before this response are still being handled.
             try:
                 self._workers.submit_ordered(self._settle_response, entry, message)

@@ -61,20 +61,13 @@ def test_ordered_backlog_holds_until_the_last_ordered_task_finished(pool: Worker
     assert done.wait(WAIT_S)
 
 
-def test_waiting_ordered_task_does_not_count_as_backlog(pool: WorkerPool) -> None:
+def test_in_ordered_task_is_true_only_inside_ordered_tasks(pool: WorkerPool) -> None:
     observed: List[bool] = []
     done = threading.Event()
-
-    def task() -> None:
-        assert pool.in_ordered_task()
-        with pool.ordered_lane_waiting():
-            observed.append(pool.ordered_backlog)
-        observed.append(pool.ordered_backlog)
-        done.set()
-
-    pool.submit_ordered(task)
+    pool.submit_ordered(lambda: observed.append(pool.in_ordered_task()))
+    pool.submit(lambda: (observed.append(pool.in_ordered_task()), done.set()))
     assert done.wait(WAIT_S)
-    assert observed == [False, True]
+    assert sorted(observed) == [False, True]
     assert not pool.in_ordered_task()
 
 

@@ -1,0 +1,857 @@
+"""HttpTransport (MCP Streamable HTTP) against a real HTTP server on 127.0.0.1.
+
+Most tests run ``JsonRpcClient(HttpTransport(url))`` against tests/peers/http_peer.py
+served in-process; the mode of each exchange (JSON or SSE answers, sessions,
+cut streams, ...) is chosen by the URL's query.  The last tests run the
+official MCP Python SDK's server as a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import pytest
+import requests
+
+from jsonrpc_threads.client import JsonRpcClient
+from jsonrpc_threads.errors import (
+    HttpConnectionError,
+    HttpError,
+    JsonRpcError,
+    MessageTooLarge,
+    RequestId,
+    RequestTimeout,
+    SessionExpired,
+    TransportClosed,
+)
+from jsonrpc_threads.transports.base import Transport
+from jsonrpc_threads.transports.config import transport_from_config
+from jsonrpc_threads.transports.http import HttpTransport, _SseReader, redact_headers, url_label
+from jsonrpc_threads.transports.stdio import StdioTransport
+
+from .conftest import PEERS_DIR, peer_command
+from .peers.http_peer import UNICODE_TEXT, HttpPeer
+
+#: Upper bound for any single wait in these tests.
+WAIT_S = 10.0
+INIT_PARAMS = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "jsonrpc-threads-tests", "version": "0"},
+}
+
+
+@pytest.fixture
+def peer() -> Iterator[HttpPeer]:
+    server = HttpPeer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def make_client(url: str, **options: Any) -> JsonRpcClient:
+    cancellation = options.pop("cancellation", None)
+    return JsonRpcClient(HttpTransport(url, **options), default_timeout=WAIT_S, cancellation=cancellation)
+
+
+class RecordingSink:
+    """Records what the transport reports; every wait has a timeout."""
+
+    def __init__(self) -> None:
+        self.messages: queue.Queue[bytes] = queue.Queue()
+        self.failed: queue.Queue[Tuple[List[RequestId], JsonRpcError]] = queue.Queue()
+        self.closed: List[TransportClosed] = []
+
+    def message_received(self, data: bytes) -> None:
+        self.messages.put(data)
+
+    def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
+        self.failed.put((list(request_ids), error))
+
+    def transport_closed(self, error: TransportClosed) -> None:
+        self.closed.append(error)
+
+    def next_message(self) -> Any:
+        return json.loads(self.messages.get(timeout=WAIT_S))
+
+    def drained(self) -> List[Any]:
+        items = []
+        while True:
+            try:
+                items.append(json.loads(self.messages.get_nowait()))
+            except queue.Empty:
+                return items
+
+
+def request_bytes(request_id: int, method: str, params: Any = None) -> bytes:
+    message: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- the SSE reader (pure) -----------------------------------------------------------------
+
+SSE_STREAM = (
+    b": a comment\r\n"
+    b"id: s1:0\r\nretry: 250\r\ndata:\r\n\r\n"  # priming: id and retry, empty data
+    b'event: message\nid: s1:1\ndata: {"a":\ndata:  1}\n\n'  # two data lines; one space stripped
+    b"data:x\rid\r\r"  # CR line ends; a bare "id" resets the id
+    b"retry: soon\ndata: \xc3\xa9\xf0\x9f\x98\x80\n\n"  # a bad retry is ignored; UTF-8
+    b"data: cut off by the end"  # never dispatched
+)
+SSE_EXPECTED = [
+    ("s1:0", "", 250),
+    ("s1:1", '{"a":\n 1}', None),
+    ("", "x", None),
+    (None, "\u00e9\U0001f600", None),
+]
+
+
+def read_events(chunks: Sequence[bytes], limit: int = 1000) -> List[Tuple[Optional[str], str, Optional[int]]]:
+    reader = _SseReader(iter(chunks), limit)
+    return [(event.id, event.data, event.retry) for event in reader.events()]
+
+
+def test_sse_reader_whole_stream() -> None:
+    assert read_events([SSE_STREAM]) == SSE_EXPECTED
+
+
+def test_sse_reader_split_at_every_offset() -> None:
+    for offset in range(len(SSE_STREAM) + 1):
+        assert read_events([SSE_STREAM[:offset], SSE_STREAM[offset:]]) == SSE_EXPECTED, offset
+
+
+def test_sse_reader_byte_by_byte() -> None:
+    assert read_events([SSE_STREAM[i : i + 1] for i in range(len(SSE_STREAM))]) == SSE_EXPECTED
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [b"data: " + b"x" * 2000 + b"\n\n", b"data: " + b"x" * 10_000, (b"data: " + b"x" * 300 + b"\n") * 20 + b"\n"],
+    ids=["one-line", "unterminated-line", "many-lines"],
+)
+def test_sse_reader_refuses_oversized_events(stream: bytes) -> None:
+    with pytest.raises(MessageTooLarge):
+        read_events([stream[i : i + 512] for i in range(0, len(stream), 512)], limit=100)
+
+
+# -- plain exchanges ------------------------------------------------------------------
+
+
+def test_is_a_transport(peer: HttpPeer) -> None:
+    transport = HttpTransport(peer.url)
+    try:
+        assert isinstance(transport, Transport)
+    finally:
+        transport.close()
+
+
+@pytest.mark.parametrize("modes", [(), ("sse",), ("sse", "priming")], ids=["json", "sse", "sse-priming"])
+def test_requests_and_headers(peer: HttpPeer, modes: Tuple[str, ...]) -> None:
+    with make_client(peer.url_with(*modes)) as client:
+        assert client.call("echo", {"a": [1, "two"]}) == {"a": [1, "two"]}
+        assert client.call("add", [2, 3]) == 5
+        assert client.call("unicode") == UNICODE_TEXT
+        with pytest.raises(JsonRpcError) as info:
+            client.call("no_such_method")
+        assert info.value.code == -32601
+    post = peer.records_for("echo")[0]
+    assert post.http_method == "POST"
+    assert post.headers["content-type"] == "application/json"
+    assert post.headers["accept"] == "application/json, text/event-stream"
+    assert "mcp-session-id" not in post.headers
+    assert "mcp-protocol-version" not in post.headers
+
+
+def test_batch_gets_one_json_array(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        with client.batch() as batch:
+            total = batch.request("add", [1, 2])
+            echoed = batch.request("echo", ["x"])
+            batch.notify("note", {"n": 1})
+        assert total.result(WAIT_S) == 3
+        assert echoed.result(WAIT_S) == ["x"]
+    assert len(peer.records_for("add")) == 1
+    assert peer.records_for("add")[0].rpc_methods() == ["add", "echo", "note"]
+
+
+def test_sse_progress_arrives_before_the_response(peer: HttpPeer) -> None:
+    order: List[Any] = []
+    with make_client(peer.url_with("sse")) as client:
+        client.on_notification("progress", lambda params: order.append(params["step"]))
+        result = client.call("notify", {"method": "progress", "params": {"step": "p"}, "count": 3})
+        order.append("returned")
+    assert result == 3
+    assert order == ["p", "p", "p", "returned"]
+
+
+def test_sse_events_are_dispatched_while_the_stream_is_open(peer: HttpPeer) -> None:
+    seen = threading.Event()
+    with make_client(peer.url_with("sse")) as client:
+        client.on_notification("progress", lambda params: seen.set())
+        future = client.request("notify", {"method": "progress", "params": {}, "count": 1, "gate": "g"})
+        # The server holds the response back until the gate opens: the
+        # notification must have been read from the open stream already.
+        assert seen.wait(WAIT_S)
+        assert peer.wait_arrived("g")
+        assert not future.done()
+        peer.open_gate("g")
+        assert future.result(WAIT_S) == 1
+
+
+def test_priming_event_is_not_delivered(peer: HttpPeer) -> None:
+    sink = RecordingSink()
+    transport = HttpTransport(peer.url_with("sse", "priming"))
+    transport.start(sink)
+    try:
+        transport.send(request_bytes(1, "echo", ["hi"]), [1])
+        assert sink.next_message() == {"jsonrpc": "2.0", "id": 1, "result": ["hi"]}
+        transport.send(request_bytes(2, "notify", {"method": "n", "count": 2}), [2])
+        assert [sink.next_message()["method"] for _ in range(2)] == ["n", "n"]
+        assert sink.next_message()["id"] == 2
+    finally:
+        transport.close()
+    assert sink.drained() == []
+    assert sink.failed.empty()
+
+
+def test_notification_is_sent_synchronously_and_202(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("sse")) as client:
+        client.notify("notifications/initialized")
+        # notify() returned: the server has it already, no waiting needed.
+        assert peer.notifications == [{"method": "notifications/initialized", "params": None}]
+        client.notify("note", {"x": 1})
+        assert client.call("notifications_log")[-1] == {"method": "note", "params": {"x": 1}}
+
+
+def test_notification_failures_raise_from_notify(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.notify("fault", {"kind": "500"})
+        assert info.value.status_code == 500
+        with pytest.raises(JsonRpcError) as rpc_info:
+            client.notify("fault", {"kind": "500-rpc-null"})
+        assert rpc_info.value.code == -32050
+        assert rpc_info.value.data == {"detail": "kaboom"}
+        assert client.call("echo", ["still fine"]) == ["still fine"]
+
+
+# -- sessions ----------------------------------------------------------------------------
+
+
+def test_session_id_and_protocol_version_headers(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("session", "sse")) as client:
+        transport = client.transport
+        assert isinstance(transport, HttpTransport)
+        assert transport.session_id is None
+        result = client.call("initialize", INIT_PARAMS)
+        assert result["protocolVersion"] == "2025-06-18"
+        session_id = transport.session_id
+        assert session_id is not None and session_id in peer.sessions
+        client.notify("notifications/initialized")
+        headers = client.call("headers")
+        assert headers["mcp-session-id"] == session_id
+        assert "mcp-protocol-version" not in headers
+        transport.protocol_version = "2025-06-18"
+        headers = client.call("headers")
+        assert headers["mcp-protocol-version"] == "2025-06-18"
+        assert headers["mcp-session-id"] == session_id
+    initialize = peer.records_for("initialize")[0]
+    assert "mcp-session-id" not in initialize.headers
+    assert peer.records_for("notifications/initialized")[0].headers["mcp-session-id"] == session_id
+
+
+def test_expired_session_is_404_session_expired_until_reset(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("session")) as client:
+        transport = client.transport
+        assert isinstance(transport, HttpTransport)
+        client.call("initialize", INIT_PARAMS)
+        old = transport.session_id
+        assert client.call("expire_session") is True
+        with pytest.raises(SessionExpired) as info:
+            client.call("echo", [1])
+        assert info.value.status_code == 404
+        assert isinstance(info.value, HttpError)
+        with pytest.raises(SessionExpired):
+            client.notify("note")
+        transport.reset_session()
+        assert transport.session_id is None
+        client.call("initialize", INIT_PARAMS)
+        assert transport.session_id not in (None, old)
+        assert client.call("echo", [2]) == [2]
+
+
+def test_404_without_a_session_is_a_plain_http_error(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.call("fault", {"kind": "404"})
+        assert not isinstance(info.value, SessionExpired)
+        assert info.value.status_code == 404
+
+
+def test_delete_on_close(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("session")) as client:
+        transport = client.transport
+        assert isinstance(transport, HttpTransport)
+        client.call("initialize", INIT_PARAMS)
+        session_id = transport.session_id
+    assert peer.deleted_sessions == [session_id]
+    delete = [r for r in peer.records if r.http_method == "DELETE"]
+    assert len(delete) == 1 and delete[0].headers["mcp-session-id"] == session_id
+    assert session_id not in peer.sessions
+
+
+def test_delete_405_is_tolerated_and_no_delete_without_session(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("session", "nodelete")) as client:
+        client.call("initialize", INIT_PARAMS)
+    with make_client(peer.url) as client:
+        client.call("echo", [])
+    assert [r.http_method for r in peer.records].count("DELETE") == 1
+    assert peer.deleted_sessions == []
+
+
+# -- HTTP failures ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["500-rpc", "500-rpc-null"])
+def test_500_with_a_jsonrpc_body_is_that_error(peer: HttpPeer, kind: str) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(JsonRpcError) as info:
+            client.call("fault", {"kind": kind})
+        assert type(info.value) is JsonRpcError
+        assert info.value.code == -32050
+        assert info.value.message == "server exploded"
+        assert info.value.data == {"detail": "kaboom"}
+        assert client.call("add", [1, 1]) == 2
+
+
+@pytest.mark.parametrize(("kind", "status", "excerpt"), [("500", 500, "boom"), ("400", 400, "you did it wrong")])
+def test_error_status_without_jsonrpc_body_is_http_error(peer: HttpPeer, kind: str, status: int, excerpt: str) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.call("fault", {"kind": kind})
+        assert type(info.value) is HttpError
+        assert info.value.status_code == status
+        assert excerpt in info.value.body_excerpt
+        assert info.value.data["status_code"] == status
+        assert client.call("add", [1, 1]) == 2
+
+
+def test_connection_refused_is_http_connection_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    with make_client(url) as client:
+        with pytest.raises(HttpConnectionError) as info:
+            client.call("echo", [], timeout=WAIT_S)
+        assert isinstance(info.value, ConnectionError)
+        assert info.value.status_code is None
+        assert "refused" in info.value.message.lower()
+        with pytest.raises(HttpConnectionError):
+            client.notify("note")
+        assert not client.closed
+
+
+def test_connection_dropped_without_answer(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpConnectionError):
+            client.call("fault", {"kind": "reset"})
+        assert client.call("echo", ["after"]) == ["after"]
+
+
+def test_garbage_body_is_http_error(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.call("garbage")
+        assert info.value.status_code == 200
+        assert "not valid JSON" in info.value.message
+        assert "{this is not json" in info.value.body_excerpt
+        assert client.call("echo", [1]) == [1]
+
+
+def test_garbage_events_are_skipped(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("sse")) as client:
+        assert client.call("garbage") == "ok"
+
+
+@pytest.mark.parametrize(("kind", "expected"), [("html", "text/html"), ("empty", "without answering")])
+def test_wrong_content_type_is_http_error(peer: HttpPeer, kind: str, expected: str) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.call("fault", {"kind": kind})
+        assert info.value.status_code == 200
+        assert expected in info.value.message
+        assert client.call("echo", [1]) == [1]
+
+
+def test_202_to_a_request_is_http_error(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.call("fault", {"kind": "202"})
+        assert info.value.status_code == 202
+
+
+def test_redirect_to_another_host_is_refused(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.call("fault", {"kind": "redirect"})
+        assert info.value.status_code == 307
+        assert "redirect" in info.value.message
+        assert "127.0.0.2" in info.value.message
+        assert client.call("echo", [1]) == [1]
+    assert all(record.path == "/mcp" for record in peer.records)
+
+
+@pytest.mark.parametrize(
+    ("modes", "as_response"),
+    [((), True), (("sse",), True), (("sse",), False)],
+    ids=["json-body", "sse-response", "sse-notification"],
+)
+def test_oversized_message_is_message_too_large(peer: HttpPeer, modes: Tuple[str, ...], as_response: bool) -> None:
+    with make_client(peer.url_with(*modes), max_message_bytes=10_000) as client:
+        with pytest.raises(MessageTooLarge) as info:
+            client.call("oversized", {"bytes": 50_000, "response": as_response})
+        assert info.value.limit == 10_000
+        assert client.call("oversized", {"bytes": 100, "response": True}) == "x" * 100
+
+
+# -- SSE resumption -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["cut", "reset"])
+def test_broken_stream_is_resumed_after_the_retry_delay(peer: HttpPeer, how: str) -> None:
+    progress: List[Any] = []
+    with make_client(peer.url_with("sse", "priming", how, retry=400)) as client:
+        client.on_notification("progress", progress.append)
+        result = client.call("notify", {"method": "progress", "params": {"n": 1}, "count": 2})
+        assert result == 2
+        assert progress == [{"n": 1}, {"n": 1}]
+    assert len(peer.resume_gets) == 1
+    resumed_at, last_event_id = peer.resume_gets[0]
+    assert last_event_id.endswith(":3")  # priming + two notifications
+    waited = resumed_at - peer.cut_times[0]
+    assert 0.35 <= waited < 3.0
+    get = next(r for r in peer.records if r.http_method == "GET")
+    assert get.headers["accept"] == "text/event-stream"
+    assert get.headers["last-event-id"] == last_event_id
+
+
+def test_resumption_without_retry_field_waits_one_second(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("sse", "priming", "cut")) as client:
+        assert client.call("echo", ["back"]) == ["back"]
+    waited = peer.resume_gets[0][0] - peer.cut_times[0]
+    assert 0.9 <= waited < 4.0
+
+
+def test_resumed_response_settles_the_original_request(peer: HttpPeer) -> None:
+    sink = RecordingSink()
+    transport = HttpTransport(peer.url_with("sse", "priming", "cut", retry=50))
+    transport.start(sink)
+    try:
+        transport.send(request_bytes(7, "echo", {"k": "v"}), [7])
+        assert sink.next_message() == {"jsonrpc": "2.0", "id": 7, "result": {"k": "v"}}
+    finally:
+        transport.close()
+    assert sink.failed.empty()
+
+
+@pytest.mark.parametrize(
+    ("modes", "expected"),
+    [(("sse", "cut", "noids"), "no event id"), (("sse", "priming", "cut", "noresume"), "405")],
+    ids=["no-event-id", "get-405"],
+)
+def test_resumption_impossible_is_http_connection_error(peer: HttpPeer, modes: Tuple[str, ...], expected: str) -> None:
+    with make_client(peer.url_with(*modes, retry=50)) as client:
+        started = time.monotonic()
+        with pytest.raises(HttpConnectionError) as info:
+            client.call("echo", [1])
+        assert time.monotonic() - started < 5.0
+        assert expected in info.value.message
+
+
+# -- concurrency, timeouts, cancellation, close -----------------------------------------------
+
+
+@pytest.mark.parametrize("modes", [(), ("sse",)], ids=["json", "sse"])
+def test_slow_request_does_not_block_fast_ones(peer: HttpPeer, modes: Tuple[str, ...]) -> None:
+    with make_client(peer.url_with(*modes)) as client:
+        slow = client.request("block", {"gate": "slow", "result": "slow done"})
+        assert peer.wait_arrived("slow")
+        fast = [client.request("add", [i, i]) for i in range(10)]
+        assert [f.result(WAIT_S) for f in fast] == [2 * i for i in range(10)]
+        assert not slow.done()
+        peer.open_gate("slow")
+        assert slow.result(WAIT_S) == "slow done"
+
+
+def test_request_timeout_and_cancel_over_http(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("sse"), cancellation="mcp") as client:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            client.call("block", {"gate": "never-opened"}, timeout=0.2)
+        assert time.monotonic() - started < 3.0
+        future = client.request("block", {"gate": "cancelled"})
+        assert peer.wait_arrived("cancelled")
+        assert future.cancel()
+        assert peer.wait_for(
+            lambda: any(n["method"] == "notifications/cancelled" for n in peer.notifications[1:]), WAIT_S
+        )
+        cancelled = [n["params"] for n in peer.notifications if n["method"] == "notifications/cancelled"]
+        assert [c["requestId"] for c in cancelled] == [1, 2]
+        assert client.call("echo", ["alive"]) == ["alive"]
+
+
+def test_read_timeout_is_http_connection_error(peer: HttpPeer) -> None:
+    with make_client(peer.url, read_timeout=0.3) as client:
+        started = time.monotonic()
+        with pytest.raises(HttpConnectionError) as info:
+            client.call("sleep", {"seconds": 5})
+        assert time.monotonic() - started < 3.0
+        assert "timed out" in info.value.message
+
+
+@pytest.mark.parametrize("modes", [(), ("sse",)], ids=["json", "sse"])
+def test_close_fails_pending_requests_at_once(peer: HttpPeer, modes: Tuple[str, ...]) -> None:
+    client = make_client(peer.url_with(*modes))
+    try:
+        pending = [client.request("never") for _ in range(3)]
+        assert peer.wait_for(lambda: len(peer.records_for("never")) == 3)
+    finally:
+        started = time.monotonic()
+        client.close()
+        elapsed = time.monotonic() - started
+    assert elapsed < 1.5
+    for future in pending:
+        with pytest.raises(TransportClosed):
+            future.result(WAIT_S)
+    with pytest.raises(TransportClosed):
+        client.call("echo")
+
+
+def test_close_is_idempotent_thread_safe_and_tells_the_sink_once(peer: HttpPeer) -> None:
+    sink = RecordingSink()
+    transport = HttpTransport(peer.url)
+    transport.start(sink)
+    transport.send(request_bytes(1, "echo", [1]), [1])
+    assert sink.next_message()["result"] == [1]
+    threads = [threading.Thread(target=transport.close) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    transport.close()
+    assert len(sink.closed) == 1
+    assert isinstance(sink.closed[0], TransportClosed)
+    with pytest.raises(TransportClosed):
+        transport.send(request_bytes(2, "echo"), [2])
+    with pytest.raises(TransportClosed):
+        transport.send(b'{"jsonrpc":"2.0","method":"note"}')
+    with pytest.raises(TransportClosed):
+        transport.open_listen_stream()
+
+
+def test_pool_threads_are_named(peer: HttpPeer) -> None:
+    with make_client(peer.url) as client:
+        client.request("block", {"gate": "names"})
+        assert peer.wait_arrived("names")
+        names = [t.name for t in threading.enumerate()]
+        assert any(name.startswith("jsonrpc-http[http://127.0.0.1:") for name in names), names
+        assert all(t.daemon for t in threading.enumerate() if t.name.startswith("jsonrpc-http"))
+        peer.open_gate("names")
+
+
+# -- server-to-client messages ------------------------------------------------------------------
+
+
+def test_reverse_call_on_the_post_stream(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("sse")) as client:
+        client.on_request("sampling/createMessage", lambda params: {"echo": params})
+        result = client.call("reverse_call", {"method": "sampling/createMessage", "params": {"x": 1}})
+        assert result == {"result": {"echo": {"x": 1}}}
+    answer = next(r for r in peer.records if r.message and "result" in r.message)
+    assert answer.message["id"] == "srv-1"
+
+
+def test_listen_stream_delivers_server_messages(peer: HttpPeer) -> None:
+    notes: queue.Queue[Any] = queue.Queue()
+    with make_client(peer.url_with(retry=50)) as client:
+        transport = client.transport
+        assert isinstance(transport, HttpTransport)
+        client.on_notification("hello", notes.put)
+        client.on_request("roots/list", lambda params: {"roots": []})
+        transport.open_listen_stream()
+        transport.open_listen_stream()  # a no-op while one runs
+        assert peer.wait_for(lambda: peer.listen_count == 1)
+        assert transport.listening
+        peer.push({"jsonrpc": "2.0", "method": "hello", "params": {"n": 1}})
+        assert notes.get(timeout=WAIT_S) == {"n": 1}
+        peer.push({"jsonrpc": "2.0", "id": "srv-listen", "method": "roots/list"})
+        assert peer.wait_for(lambda: any(r.message and r.message.get("id") == "srv-listen" for r in peer.records))
+        # A cut stream is resumed (Last-Event-ID) and keeps delivering.
+        peer.cut_listeners()
+        assert peer.wait_for(lambda: peer.listen_count == 2)
+        peer.push({"jsonrpc": "2.0", "method": "hello", "params": {"n": 2}})
+        assert notes.get(timeout=WAIT_S) == {"n": 2}
+        # Server-to-client messages of JSON-mode requests go to the listen stream too.
+        client.on_request("sampling/createMessage", lambda params: {"answered": params})
+        assert client.call("reverse_call", {"method": "sampling/createMessage", "params": [1]}) == {
+            "result": {"answered": [1]}
+        }
+    gets = [r for r in peer.records if r.http_method == "GET"]
+    assert "last-event-id" not in gets[0].headers
+    assert gets[1].headers["last-event-id"].startswith("L")
+
+
+def test_reset_session_stops_the_listen_stream(peer: HttpPeer) -> None:
+    notes: queue.Queue[Any] = queue.Queue()
+    with make_client(peer.url_with("session")) as client:
+        transport = client.transport
+        assert isinstance(transport, HttpTransport)
+        client.on_notification("hello", notes.put)
+        client.call("initialize", INIT_PARAMS)
+        transport.open_listen_stream()
+        assert peer.wait_for(lambda: peer.listen_count == 1)
+        transport.reset_session()
+        assert not transport.listening
+        client.call("initialize", INIT_PARAMS)
+        transport.open_listen_stream()
+        assert peer.wait_for(lambda: peer.listen_count == 2)
+        gets = [r for r in peer.records if r.http_method == "GET"]
+        assert gets[0].headers["mcp-session-id"] != gets[1].headers["mcp-session-id"] == transport.session_id
+        peer.push({"jsonrpc": "2.0", "method": "hello", "params": {"n": 3}})
+        assert notes.get(timeout=WAIT_S) == {"n": 3}
+
+
+def test_listen_stream_405_ends_quietly(peer: HttpPeer) -> None:
+    with make_client(peer.url_with("nolisten")) as client:
+        transport = client.transport
+        assert isinstance(transport, HttpTransport)
+        transport.open_listen_stream()
+        assert peer.wait_for(lambda: any(r.http_method == "GET" for r in peer.records))
+        deadline = time.monotonic() + WAIT_S
+        while transport.listening and time.monotonic() < deadline:
+            threading.Event().wait(0.02)
+        assert not transport.listening
+        assert client.call("echo", [1]) == [1]
+
+
+# -- headers, auth, logs ---------------------------------------------------------------------------
+
+
+class _HeaderAuth(requests.auth.AuthBase):
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["X-Custom-Auth"] = self.value
+        return request
+
+
+def test_static_headers_provider_and_auth(peer: HttpPeer) -> None:
+    calls: List[int] = []
+
+    def provider() -> Dict[str, str]:
+        calls.append(1)
+        return {"X-Fresh": str(len(calls))}
+
+    options = {"headers": {"X-Static": "s"}, "header_provider": provider, "auth": _HeaderAuth("a")}
+    with make_client(peer.url, **options) as client:
+        first = client.call("headers")
+        second = client.call("headers")
+    assert first["x-static"] == second["x-static"] == "s"
+    assert first["x-custom-auth"] == "a"
+    assert int(second["x-fresh"]) > int(first["x-fresh"])
+
+
+def test_secrets_are_never_logged(peer: HttpPeer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    secrets = ["s3cr3t-bearer", "s3cr3t-api-key", "s3cr3t-token", "s3cr3t-cookie", "s3cr3t-auth"]
+    options = {
+        "headers": {"Authorization": f"Bearer {secrets[0]}", "X-Api-Key": secrets[1], "Cookie": secrets[3]},
+        "header_provider": lambda: {"X-Session-Token": secrets[2]},
+        "auth": _HeaderAuth(secrets[4]),
+    }
+    with make_client(peer.url_with("session", "sse", "priming", "cut", retry=20), **options) as client:
+        client.call("initialize", INIT_PARAMS)
+        client.notify("note")
+        with pytest.raises(HttpError):
+            client.call("fault", {"kind": "500"})
+    headers = peer.records_for("initialize")[0].headers
+    assert headers["authorization"] == f"Bearer {secrets[0]}"
+    assert headers["x-session-token"] == secrets[2]
+    assert "<redacted>" in caplog.text
+    for secret in secrets:
+        assert secret not in caplog.text
+
+
+def test_redact_headers() -> None:
+    headers = {
+        "Authorization": "a",
+        "proxy-authorization": "b",
+        "Cookie": "c",
+        "X-API-Key": "d",
+        "X-Auth-Token": "e",
+        "Client-Secret": "f",
+        "Accept": "application/json",
+        "Mcp-Session-Id": "sid",
+    }
+    redacted = redact_headers(headers)
+    assert redacted == {
+        "Authorization": "<redacted>",
+        "proxy-authorization": "<redacted>",
+        "Cookie": "<redacted>",
+        "X-API-Key": "<redacted>",
+        "X-Auth-Token": "<redacted>",
+        "Client-Secret": "<redacted>",
+        "Accept": "application/json",
+        "Mcp-Session-Id": "sid",
+    }
+    assert headers["Authorization"] == "a"
+
+
+def test_label_hides_credentials_and_query() -> None:
+    assert url_label("https://user:pw@example.com:8443/mcp?token=abc#x") == "https://example.com:8443/mcp"
+    assert url_label("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
+    transport = HttpTransport("https://user:pw@example.com/mcp?api_key=k")
+    try:
+        assert transport.label == "https://example.com/mcp"
+        assert "pw" not in repr(transport) and "api_key" not in repr(transport)
+    finally:
+        transport.close()
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/x", "http:///nohost", "example.com/mcp"])
+def test_bad_url_is_value_error(url: str) -> None:
+    with pytest.raises(ValueError):
+        HttpTransport(url)
+
+
+# -- transport_from_config ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [None, "http", "streamable-http"])
+def test_config_http_entry(peer: HttpPeer, kind: Optional[str]) -> None:
+    entry: Dict[str, Any] = {"url": peer.url, "headers": {"X-From-Config": "yes"}}
+    if kind is not None:
+        entry["type"] = kind
+    transport = transport_from_config(entry)
+    assert isinstance(transport, HttpTransport)
+    with JsonRpcClient(transport, default_timeout=WAIT_S) as client:
+        assert client.call("headers")["x-from-config"] == "yes"
+
+
+def test_config_stdio_entry(tmp_path: Path) -> None:
+    argv = peer_command("stdio_peer")
+    entry = {"type": "stdio", "command": argv[0], "args": argv[1:], "env": {"PEER_MARK": "m"}, "cwd": str(tmp_path)}
+    transport = transport_from_config(entry)
+    assert isinstance(transport, StdioTransport)
+    with JsonRpcClient(transport, default_timeout=WAIT_S) as client:
+        assert client.call("echo", [1]) == [1]
+        assert client.call("env")["PEER_MARK"] == "m"
+        assert Path(client.call("cwd")) == tmp_path
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"url": "http://127.0.0.1:1/mcp", "command": "x"}, "not both"),
+        ({}, "needs 'command'"),
+        ({"url": 5}, "'url'"),
+        ({"url": "http://127.0.0.1:1/mcp", "headers": {"a": 1}}, "'headers'"),
+        ({"url": "http://127.0.0.1:1/mcp", "headers": ["a"]}, "'headers'"),
+        ({"url": "http://127.0.0.1:1/mcp", "type": "stdio"}, "does not take a 'url'"),
+        ({"command": "x", "type": "http"}, "does not take a 'command'"),
+        ({"command": "x", "type": "sse-legacy"}, "unknown server type"),
+        ({"command": ["x"]}, "'command'"),
+        ({"command": "x", "args": "a b"}, "'args'"),
+        ({"command": "x", "args": [1]}, "'args'"),
+        ({"command": "x", "env": {"A": 1}}, "'env'"),
+        ({"command": "x", "cwd": 3}, "'cwd'"),
+        ("not a mapping", "mapping"),
+    ],
+)
+def test_config_bad_entries(entry: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        transport_from_config(entry)
+
+
+# -- the official MCP Python SDK as the server --------------------------------------------------------------
+
+
+@pytest.fixture(params=["json", "sse"])
+def sdk_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tuple[str, str]]:
+    pytest.importorskip("mcp")
+    mode = request.param
+    port = free_port()
+    command = [sys.executable, str(PEERS_DIR / "fastmcp_http_peer.py"), "--port", str(port)]
+    if mode == "json":
+        command.append("--json")
+    log_path = tmp_path / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the SDK server did not start: {log_path.read_text(errors='replace')}")
+                threading.Event().wait(0.05)
+        yield mode, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5.0)
+
+
+def test_against_the_official_sdk_server(sdk_server: Tuple[str, str]) -> None:
+    mode, url = sdk_server
+    transport = HttpTransport(url)
+    progress: List[Any] = []
+    with JsonRpcClient(transport, default_timeout=WAIT_S) as client:
+        client.on_notification("notifications/progress", progress.append)
+        result = client.call("initialize", INIT_PARAMS)
+        assert result["protocolVersion"] == "2025-06-18"
+        assert "tools" in result["capabilities"]
+        client.notify("notifications/initialized")
+        transport.protocol_version = result["protocolVersion"]
+        if mode == "sse":
+            assert transport.session_id is not None
+        tools = client.call("tools/list")["tools"]
+        assert {tool["name"] for tool in tools} >= {"add", "count"}
+        added = client.call("tools/call", {"name": "add", "arguments": {"a": 2, "b": 40}})
+        assert added["isError"] is False
+        assert added["content"][0]["text"] == "42"
+        counted = client.call(
+            "tools/call", {"name": "count", "arguments": {"steps": 3}, "_meta": {"progressToken": "tok"}}
+        )
+        assert counted["content"][0]["text"] == "counted 3"
+        if mode == "sse":
+            assert [p["progress"] for p in progress] == [1, 2, 3]
+        futures: List[Future[Any]] = [
+            client.request("tools/call", {"name": "add", "arguments": {"a": i, "b": 1}}) for i in range(5)
+        ]
+        assert [f.result(WAIT_S)["structuredContent"]["result"] for f in futures] == [1, 2, 3, 4, 5]
+        with pytest.raises(JsonRpcError):
+            client.call("no/such/method")
