@@ -53,7 +53,8 @@ Methods (result in parentheses), as the stdio peer where they make sense:
 - ``garbage`` (JSON mode: the body is not JSON; SSE mode: two events that are
   not JSON-RPC, then "ok")
 - ``expire_session`` (forgets the caller's session; true)
-- ``notifications_log`` (every notification received: [{"method", "params"}])
+- ``notifications_log`` {"wait_for": n, "timeout": s} (every notification received:
+  [{"method", "params"}], once at least n arrived or the timeout passed)
 - ``fault`` {"kind": k} (also as a notification): ``500`` (text body), ``500-rpc``
   (JSON-RPC error -32050 with data, for the request's id), ``500-rpc-null``
   (the same with id null), ``400``, ``404``, ``html`` (200 text/html),
@@ -450,6 +451,10 @@ class HttpPeer:
         return True
 
     def m_notifications_log(self, params: Any, emit: Any, ctx: _Context) -> Any:
+        # {"wait_for": n, "timeout": s} waits (bounded) until n notifications arrived.
+        if isinstance(params, dict) and params.get("wait_for"):
+            wanted = int(params["wait_for"])
+            self.wait_for(lambda: len(self._notifications) >= wanted, float(params.get("timeout", 5.0)))
         return self.notifications
 
 
