@@ -1,11 +1,24 @@
-# jsonrpc_threads: `make demo`, `make test`, `make check`.
+# jsonrpc_threads: `make demo`, `make test`, `make check`, `make conformance`.
 # Every target builds its own virtual environment in .venv from nothing but python3.
+# The real MCP peers from npm (the reference server, the conformance suite and the
+# Node 22 it needs) go to tests/node/node_modules, pinned by tests/node/package-lock.json;
+# `make test` installs them when npm is there (their tests skip, with the reason, when not).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check venv clean
+NODE_DIR := tests/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+NPM := $(shell command -v npm 2>/dev/null)
+NODE22 := $(NODE_DIR)/node_modules/node/bin/node
+# The suite's scenario servers listen on all interfaces: the preload binds them to 127.0.0.1.
+CONFORMANCE := $(NODE22) --require $(CURDIR)/$(NODE_DIR)/loopback.cjs \
+	$(NODE_DIR)/node_modules/@modelcontextprotocol/conformance/dist/index.js
+CONFORMANCE_SCENARIOS := initialize tools_call elicitation-sep1034-client-defaults sse-retry
+CONFORMANCE_RESULTS := build/conformance
+
+.PHONY: demo test check venv clean node-deps conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +33,21 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m jsonrpc_threads.examples.demo
 
-test: $(STAMP)
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	npm ci --prefix $(NODE_DIR) --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+node-deps: $(NODE_STAMP)
+
+test: $(STAMP) $(if $(NPM),$(NODE_STAMP))
 	$(PY) -m pytest
+
+conformance: $(STAMP) $(NODE_STAMP)
+	@for scenario in $(CONFORMANCE_SCENARIOS); do \
+		echo "== conformance: $$scenario"; \
+		$(CONFORMANCE) client --command "$(PY) tests/conformance/client.py" \
+			--scenario $$scenario -o $(CONFORMANCE_RESULTS) || exit 1; \
+	done
 
 check: $(STAMP)
 	$(PY) -m ruff check jsonrpc_threads
@@ -29,4 +55,4 @@ check: $(STAMP)
 	$(PY) -m mypy --strict jsonrpc_threads
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info $(NODE_DIR)/node_modules

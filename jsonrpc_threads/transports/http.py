@@ -393,6 +393,8 @@ class _ListenStream:
 
     def __init__(self) -> None:
         self.stop = threading.Event()
+        # Set once the first GET was answered (stream open, or refused) or failed.
+        self.answered = threading.Event()
         self.thread: Optional[threading.Thread] = None
 
 
@@ -630,7 +632,7 @@ class HttpTransport:
         if listen is not None:
             listen.stop.set()
 
-    def open_listen_stream(self) -> None:
+    def open_listen_stream(self, *, wait: Optional[float] = None) -> None:
         """Open the GET stream on which the server may send requests and notifications.
 
         Runs in its own daemon thread; messages go to the sink.  A server
@@ -639,6 +641,11 @@ class HttpTransport:
         ``max_resumptions`` consecutive attempts fail.  Does nothing while a
         listen stream is running; :meth:`close` and :meth:`reset_session` stop it.
 
+        Args:
+            wait: seconds to wait for the server's answer to the first GET (the
+                stream open, or refused), so that what the server sends there
+                right after is not lost; ``None`` returns at once.
+
         Raises:
             TransportClosed: when the transport is closed or not started.
         """
@@ -646,13 +653,16 @@ class HttpTransport:
             if self._closed or self._sink is None:
                 raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
             if self._listen is not None and self._listen.thread is not None and self._listen.thread.is_alive():
-                return
-            listen = _ListenStream()
-            listen.thread = threading.Thread(
-                target=self._listen_loop, args=(listen,), name=f"jsonrpc-http-listen[{self.label}]", daemon=True
-            )
-            self._listen = listen
-            listen.thread.start()
+                listen = self._listen
+            else:
+                listen = _ListenStream()
+                listen.thread = threading.Thread(
+                    target=self._listen_loop, args=(listen,), name=f"jsonrpc-http-listen[{self.label}]", daemon=True
+                )
+                self._listen = listen
+                listen.thread.start()
+        if wait is not None:
+            listen.answered.wait(wait)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -832,6 +842,12 @@ class HttpTransport:
                 attempts = 0
 
     def _listen_loop(self, listen: _ListenStream) -> None:
+        try:
+            self._listen_attempts(listen)
+        finally:
+            listen.answered.set()
+
+    def _listen_attempts(self, listen: _ListenStream) -> None:
         state = _StreamState(())
         failures = 0
         while not listen.stop.is_set():
@@ -840,6 +856,7 @@ class HttpTransport:
             except Exception:  # a bug: log it, never kill the process
                 logger.exception("%s: listen stream failed", self.label)
                 return
+            listen.answered.set()
             if opened is None:
                 return
             if opened:
@@ -865,6 +882,7 @@ class HttpTransport:
         except JsonRpcError as exc:
             logger.debug("%s: listen stream: %s", self.label, exc)
             return False
+        listen.answered.set()
         try:
             status = response.status_code
             media_type = _media_type(response)

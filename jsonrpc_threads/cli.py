@@ -1,0 +1,426 @@
+"""The command line: ``jsonrpc-threads`` (also ``python -m jsonrpc_threads``).
+
+Commands::
+
+    jsonrpc-threads tools --config mcp.json [--json]
+    jsonrpc-threads call  --config mcp.json SERVER TOOL ['{"json": "arguments"}' | -] [--json] [--no-progress]
+    jsonrpc-threads rpc   (--stdio "CMD ARGS" | --url URL [--header "Name: value"]) METHOD ['[params]' | -] [--notify]
+
+Every command takes ``--timeout SECONDS`` (how long each request may take:
+starting a server, listing its tools, the call) and ``-v`` / ``-vv`` (log to
+stderr).  ``tools`` prints every server's tools as a table (``--json``: the
+registry's descriptors); a server that cannot start is reported on stderr and
+the others are still listed.  ``call`` prints the tool's text result on stdout
+(``--json``: the whole result) with a progress bar on stderr while the server
+reports progress.  ``rpc`` sends one raw JSON-RPC request and prints its
+result (or the error object) as JSON.
+
+Exit codes (:data:`EXIT_CODES`):
+
+====  =======================================================================
+0     success
+1     the tool returned ``isError: true``; ``rpc``: the answer is an error
+2     usage error: bad arguments, arguments that are not JSON, a bad
+      configuration file or server entry (a missing ``${VAR}``)
+3     unknown server or tool
+4     timeout (a request, or a server's start)
+5     a server could not be started or reached, or stopped (crashed)
+130   interrupted (Ctrl-C)
+====  =======================================================================
+
+Errors are one line on stderr, ``jsonrpc-threads: <what went wrong>``; no
+traceback (``-vv`` logs them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import threading
+from typing import IO, Any, Callable, Dict, NoReturn, Optional, Sequence, Tuple
+
+from .client import JsonRpcClient
+from .errors import HttpError, JsonRpcError, RequestTimeout, TransportClosed
+from .mcp.config import ConfigError, load_config
+from .mcp.registry import (
+    DEFAULT_CALL_TIMEOUT_S,
+    DEFAULT_STARTUP_TIMEOUT_S,
+    ServerUnavailable,
+    ToolRegistry,
+    UnknownServer,
+    UnknownTool,
+    result_text,
+)
+from .transports.base import Transport
+from .transports.http import HttpTransport
+from .transports.stdio import StdioTransport
+
+PROG = "jsonrpc-threads"
+
+EXIT_OK = 0
+EXIT_ERROR_RESULT = 1
+EXIT_USAGE = 2
+EXIT_UNKNOWN = 3
+EXIT_TIMEOUT = 4
+EXIT_UNAVAILABLE = 5
+EXIT_INTERRUPTED = 130
+
+#: Every exit code and what it means.
+EXIT_CODES: Dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_ERROR_RESULT: "the tool returned isError / the JSON-RPC answer is an error",
+    EXIT_USAGE: "usage error, arguments that are not JSON, or a bad configuration",
+    EXIT_UNKNOWN: "unknown server or tool",
+    EXIT_TIMEOUT: "timeout",
+    EXIT_UNAVAILABLE: "a server could not be started or reached, or stopped",
+    EXIT_INTERRUPTED: "interrupted",
+}
+
+#: Default seconds for ``rpc`` requests.
+DEFAULT_RPC_TIMEOUT_S = 30.0
+#: Characters of a description shown in the ``tools`` table.
+DESCRIPTION_CHARS = 80
+#: Width of the live progress bar.
+BAR_WIDTH = 30
+
+logger = logging.getLogger(__name__)
+
+
+class _Failure(Exception):
+    """Ends the command with an exit code and a one-line message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The exit code that goes with an exception of this package."""
+    if isinstance(error, ConfigError):
+        return EXIT_USAGE
+    if isinstance(error, (UnknownServer, UnknownTool)):
+        return EXIT_UNKNOWN
+    if isinstance(error, RequestTimeout) or (isinstance(error, ServerUnavailable) and error.timed_out):
+        return EXIT_TIMEOUT
+    if isinstance(error, (ServerUnavailable, TransportClosed, HttpError, ConnectionError)):
+        return EXIT_UNAVAILABLE
+    return EXIT_ERROR_RESULT
+
+
+def _one_line(error: BaseException) -> str:
+    text = error.message if isinstance(error, TransportClosed) else str(error)
+    if isinstance(error, TransportClosed) and error.returncode is not None:
+        text += f" (exit code {error.returncode})"
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+# -- argument parsing ---------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{PROG}: {message}\n")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the command line."""
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--timeout", type=_positive, metavar="SECONDS", help="how long each request may take (start, list, call)"
+    )
+    common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
+    epilog = "exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
+    parser = _Parser(
+        prog=PROG,
+        description="Call MCP tools and JSON-RPC servers from the command line.",
+        epilog=epilog,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    tools = commands.add_parser("tools", parents=[common], help="list every server's tools", epilog=epilog)
+    tools.add_argument("--config", required=True, metavar="FILE", help="an mcpServers JSON file")
+    tools.add_argument("--json", action="store_true", help="print the descriptors as JSON")
+
+    call = commands.add_parser("call", parents=[common], help="call one tool", epilog=epilog)
+    call.add_argument("--config", required=True, metavar="FILE", help="an mcpServers JSON file")
+    call.add_argument("server", metavar="SERVER", help="the server's name in the configuration")
+    call.add_argument("tool", metavar="TOOL", help="the tool's name as the server spells it")
+    call.add_argument("arguments", metavar="JSON", nargs="?", help="the arguments: a JSON object, or - for stdin")
+    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    call.add_argument("--no-progress", action="store_true", help="no progress display on stderr")
+
+    rpc = commands.add_parser("rpc", parents=[common], help="send one raw JSON-RPC request", epilog=epilog)
+    target = rpc.add_mutually_exclusive_group(required=True)
+    target.add_argument("--stdio", metavar="COMMAND", help='the server\'s command line, e.g. "python server.py"')
+    target.add_argument("--url", metavar="URL", help="an HTTP JSON-RPC (MCP Streamable HTTP) endpoint")
+    rpc.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header (repeatable)"
+    )
+    rpc.add_argument("method", metavar="METHOD")
+    rpc.add_argument("params", metavar="JSON", nargs="?", help="the params: a JSON object or array, or - for stdin")
+    rpc.add_argument("--notify", action="store_true", help="send a notification (no answer is awaited)")
+    return parser
+
+
+def _read_json(text: Optional[str], what: str, stdin: IO[str]) -> Any:
+    if text is None:
+        return None
+    if text == "-":
+        text = stdin.read()
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _Failure(EXIT_USAGE, f"{what} are not valid JSON: {exc}") from None
+
+
+# -- progress -----------------------------------------------------------------------
+
+
+class ProgressDisplay:
+    """Shows progress notifications on a stream: a live bar on a terminal, else one line each.
+
+    Thread-safe (progress callbacks run on worker threads).
+    """
+
+    def __init__(self, stream: IO[str], *, live: Optional[bool] = None) -> None:
+        self._stream = stream
+        if live is None:
+            isatty = getattr(stream, "isatty", None)
+            live = bool(isatty()) if callable(isatty) else False
+        self._live = live
+        self._lock = threading.Lock()  # guards _shown and writes to the stream
+        self._shown = 0  # characters of the live line now on screen
+
+    def update(self, params: Dict[str, Any]) -> None:
+        """Show one ``notifications/progress`` (``progress``, ``total``, ``message``)."""
+        progress = params.get("progress")
+        total = params.get("total")
+        message = params.get("message")
+        if not isinstance(progress, (int, float)):
+            return
+        counts = f"{_number(progress)}/{_number(total)}" if isinstance(total, (int, float)) else f"{_number(progress)}"
+        suffix = f" {message}" if isinstance(message, str) and message else ""
+        with self._lock:
+            if not self._live:
+                self._stream.write(f"progress: {counts}{suffix}\n")
+                self._stream.flush()
+                return
+            if isinstance(total, (int, float)) and total > 0:
+                fraction = min(max(progress / total, 0.0), 1.0)
+                filled = round(fraction * BAR_WIDTH)
+                line = f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {counts} {fraction:4.0%}{suffix}"
+            else:
+                line = f"[{'?' * BAR_WIDTH}] {counts}{suffix}"
+            padding = " " * max(0, self._shown - len(line))
+            self._stream.write(f"\r{line}{padding}")
+            self._stream.flush()
+            self._shown = len(line)
+
+    def finish(self) -> None:
+        """Clear the live line (nothing to do for line output)."""
+        with self._lock:
+            if self._live and self._shown:
+                self._stream.write("\r" + " " * self._shown + "\r")
+                self._stream.flush()
+                self._shown = 0
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+# -- commands -----------------------------------------------------------------------
+
+
+def _registry(args: argparse.Namespace) -> ToolRegistry:
+    config = load_config(args.config)
+    timeout: Optional[float] = args.timeout
+    return ToolRegistry(
+        config,
+        default_timeout=timeout if timeout is not None else DEFAULT_CALL_TIMEOUT_S,
+        startup_timeout=timeout if timeout is not None else DEFAULT_STARTUP_TIMEOUT_S,
+        retry_failed_after=None,
+    )
+
+
+def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    """``tools``: every server's tools; failures on stderr, the rest still listed."""
+    with _registry(args) as registry:
+        tools = registry.tools()
+        failures = registry.failures
+    if args.json:
+        out.write(json.dumps(tools, indent=2, ensure_ascii=False) + "\n")
+    else:
+        rows = [("SERVER", "TOOL", "NAME", "DESCRIPTION")]
+        for tool in tools:
+            description = (tool["description"].strip().splitlines() or [""])[0]
+            if len(description) > DESCRIPTION_CHARS:
+                description = description[: DESCRIPTION_CHARS - 3] + "..."
+            rows.append((tool["server"], tool["tool"], tool["name"], description))
+        _write_table(rows, out)
+    for failure in failures.values():
+        err.write(f"{PROG}: {_one_line(failure)}\n")
+    for failure in failures.values():
+        return exit_code_for(failure)
+    return EXIT_OK
+
+
+def _write_table(rows: Sequence[Tuple[str, ...]], out: IO[str]) -> None:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths[:-1])]
+        out.write("  ".join([*cells, row[-1]]).rstrip() + "\n")
+
+
+def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
+    """``call``: one tool call; the text result on stdout, progress on stderr."""
+    arguments = _read_json(args.arguments, "the arguments", stdin)
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise _Failure(EXIT_USAGE, f"the arguments must be a JSON object, not {type(arguments).__name__}")
+    display = None if args.no_progress else ProgressDisplay(err)
+    what = f"tool {args.tool!r} on server {args.server!r}"
+    with _registry(args) as registry:
+        try:
+            result = registry.call_tool(
+                args.server,
+                args.tool,
+                arguments,
+                on_progress=display.update if display is not None else None,
+            )
+        except RequestTimeout as exc:
+            raise _Failure(EXIT_TIMEOUT, f"{what} did not finish within {exc.timeout}s") from None
+        except TransportClosed as exc:
+            raise _Failure(
+                EXIT_UNAVAILABLE, f"server {args.server!r} stopped during the call: {_one_line(exc)}"
+            ) from None
+        finally:
+            if display is not None:
+                display.finish()
+    if args.json:
+        out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    else:
+        text = result_text(result)
+        out.write(text + ("\n" if text and not text.endswith("\n") else ""))
+    if result.get("isError") is True:
+        err.write(f"{PROG}: {what} reported an error\n")
+        return EXIT_ERROR_RESULT
+    return EXIT_OK
+
+
+def _headers(values: Sequence[str]) -> Dict[str, str]:
+    headers: Dict[str, str] = {}
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise _Failure(EXIT_USAGE, f"a header is 'Name: value', not {value!r}")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+def cmd_rpc(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
+    """``rpc``: one raw request; its result (or error object) as JSON on stdout."""
+    params = _read_json(args.params, "the params", stdin)
+    if params is not None and not isinstance(params, (dict, list)):
+        raise _Failure(EXIT_USAGE, f"the params must be a JSON object or array, not {type(params).__name__}")
+    transport: Transport
+    if args.stdio is not None:
+        if not args.stdio.strip():
+            raise _Failure(EXIT_USAGE, "--stdio needs a command")
+        if args.header:
+            raise _Failure(EXIT_USAGE, "--header goes with --url")
+        transport = StdioTransport(args.stdio, inherit_env=True)
+    else:
+        try:
+            transport = HttpTransport(args.url, headers=_headers(args.header))
+        except ValueError as exc:
+            raise _Failure(EXIT_USAGE, str(exc)) from None
+    timeout = args.timeout if args.timeout is not None else DEFAULT_RPC_TIMEOUT_S
+    with JsonRpcClient(transport, default_timeout=timeout) as client:
+        if args.notify:
+            client.notify(args.method, params)
+            return EXIT_OK
+        try:
+            result = client.call(args.method, params)
+        except RequestTimeout as exc:
+            raise _Failure(EXIT_TIMEOUT, f"no answer to {args.method!r} within {exc.timeout}s") from None
+        except (TransportClosed, HttpError):
+            raise
+        except JsonRpcError as exc:
+            out.write(json.dumps(exc.to_error_object(), indent=2, ensure_ascii=False) + "\n")
+            return EXIT_ERROR_RESULT
+    out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+# -- main ---------------------------------------------------------------------------
+
+
+def _configure_logging(verbosity: int, err: IO[str]) -> Callable[[], None]:
+    level = logging.ERROR if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(level)
+    package = logging.getLogger("jsonrpc_threads")
+    saved = package.level
+    package.addHandler(handler)
+    package.setLevel(level)
+
+    def restore() -> None:
+        package.removeHandler(handler)
+        package.setLevel(saved)
+
+    return restore
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit code (see :data:`EXIT_CODES`)."""
+    out, err, stdin = sys.stdout, sys.stderr, sys.stdin
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    restore = _configure_logging(args.verbose, err)
+    try:
+        if args.command == "tools":
+            return cmd_tools(args, out, err)
+        if args.command == "call":
+            return cmd_call(args, out, err, stdin)
+        return cmd_rpc(args, out, err, stdin)
+    except _Failure as exc:
+        err.write(f"{PROG}: {exc.message}\n")
+        return exc.code
+    except JsonRpcError as exc:
+        logger.debug("command failed", exc_info=True)
+        err.write(f"{PROG}: {_one_line(exc)}\n")
+        return exit_code_for(exc)
+    except KeyboardInterrupt:
+        err.write(f"{PROG}: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout went away (``| head``): say nothing more, and keep Python from
+        # complaining about the flush at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
+    finally:
+        restore()
+
+
+__all__ = ["EXIT_CODES", "ProgressDisplay", "build_parser", "exit_code_for", "main"]

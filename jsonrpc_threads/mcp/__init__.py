@@ -1,0 +1,13 @@
+"""The Model Context Protocol on top of :class:`jsonrpc_threads.JsonRpcClient`."""
+
+from .registry import ToolRegistry
+from .session import McpClient, ProtocolVersionError
+from .types import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "McpClient",
+    "ProtocolVersionError",
+    "ToolRegistry",
+]

@@ -1,0 +1,249 @@
+"""The command line, run as a subprocess (``python -m jsonrpc_threads``): outputs and exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import psutil
+import pytest
+
+from jsonrpc_threads.cli import EXIT_CODES, ProgressDisplay
+
+from .conftest import PEERS_DIR
+from .peers.registry_launch import sdk_http_peer
+
+#: Seconds one command may take (each starts Python and a server or two).
+RUN_TIMEOUT_S = 60.0
+MARKER_VARIABLE = "JSONRPC_THREADS_CLI_TEST"
+
+
+class Run:
+    def __init__(self, completed: subprocess.CompletedProcess[str]) -> None:
+        self.code = completed.returncode
+        self.out = completed.stdout
+        self.err = completed.stderr
+
+    def __repr__(self) -> str:
+        return f"<exit {self.code}; stdout {self.out!r}; stderr {self.err!r}>"
+
+
+def run(*args: str, stdin: str = "") -> Run:
+    completed = subprocess.run(
+        [sys.executable, "-m", "jsonrpc_threads", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    result = Run(completed)
+    assert "Traceback" not in result.err, result
+    return result
+
+
+def servers_left(marker: str) -> List[int]:
+    """Processes still running with our marker in their environment (the CLI must reap its servers)."""
+    left = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(MARKER_VARIABLE) == marker and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(process.pid)
+        except psutil.Error:
+            pass
+    return left
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    value = uuid.uuid4().hex
+    yield value
+    assert servers_left(value) == []
+
+
+@pytest.fixture
+def config(tmp_path: Path, marker: str) -> str:
+    env = {MARKER_VARIABLE: marker}
+    servers: Dict[str, Any] = {
+        "example": {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"], "env": env},
+        "sdk": {"command": sys.executable, "args": [str(PEERS_DIR / "registry_sdk_peer.py")], "env": env},
+        "missing": {"command": "jsonrpc-threads-no-such-command"},
+        "needs-token": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${CLI_TEST_NO_TOKEN}"}},
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return str(path)
+
+
+def one_line(text: str) -> str:
+    lines = text.splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- tools ----------------------------------------------------------------------------
+
+
+def test_tools_lists_every_server_and_reports_the_failed_ones(config: str) -> None:
+    result = run("tools", "--config", config)
+    assert result.code == 5, result  # that of the first failure: 'missing' could not start
+    rows = [line.split() for line in result.out.splitlines()]
+    assert rows[0] == ["SERVER", "TOOL", "NAME", "DESCRIPTION"]
+    assert ["example", "add", "mcp__example__add", "Add", "two", "numbers."] in rows
+    assert ["sdk", "files.read", "mcp__sdk__files_read", "A", "tool", "whose", "name", "has", "a", "dot."] in rows
+    assert {row[0] for row in rows[1:]} == {"example", "sdk"}
+    errors = result.err.splitlines()
+    assert len(errors) == 2, result
+    assert errors[0].startswith("jsonrpc-threads: server 'missing' failed to start: Cannot start")
+    assert errors[1].startswith("jsonrpc-threads: server 'needs-token', headers.Authorization:")
+    assert "CLI_TEST_NO_TOKEN is not set" in errors[1]
+
+
+def test_tools_exit_code_is_that_of_the_first_failure(tmp_path: Path, marker: str) -> None:
+    path = tmp_path / "mcp.json"
+    example = {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}
+    example["env"] = {MARKER_VARIABLE: marker}  # type: ignore[assignment]
+    path.write_text(json.dumps({"mcpServers": {"example": example, "missing": {"command": "jsonrpc-threads-nope"}}}))
+    result = run("tools", "--config", str(path))
+    assert result.code == 5, result
+    assert "mcp__example__add" in result.out
+    path.write_text(json.dumps({"mcpServers": {"example": example}}))
+    result = run("tools", "--config", str(path), "--json")
+    assert result.code == 0 and result.err == "", result
+    tools = json.loads(result.out)
+    assert tools[0]["name"] == "mcp__example__add" and tools[0]["server"] == "example" and tools[0]["tool"] == "add"
+
+
+# -- call -----------------------------------------------------------------------------
+
+
+def test_call_prints_the_result_and_shows_progress(config: str) -> None:
+    result = run("call", "--config", config, "example", "slow", '{"seconds": 0.2, "steps": 2}')
+    assert result.code == 0, result
+    assert result.out == "waited 0.2s in 2 steps\n"
+    assert result.err.splitlines() == ["progress: 1/2 step 1 of 2", "progress: 2/2 step 2 of 2"]
+    result = run("call", "--config", config, "sdk", "sleep", '{"seconds": 0.1, "steps": 2}', "--json")
+    assert result.code == 0, result
+    assert json.loads(result.out)["content"] == [{"type": "text", "text": "slept 0.1"}]
+    assert result.err.splitlines() == ["progress: 1/2 step 1", "progress: 2/2 step 2"]
+    result = run("call", "--config", config, "sdk", "multiply", "-", "--no-progress", stdin='{"a": 6, "b": 7}')
+    assert (result.code, result.out, result.err) == (0, "42\n", "")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "stdout", "message"),
+    [
+        (["example", "add", '{"a": 1, "b": 2}'], 0, "3\n", None),
+        (["example", "fail", '{"message": "it broke"}'], 1, "it broke\n", "tool 'fail' on server 'example' reported"),
+        (["example", "add", "{oops"], 2, "", "the arguments are not valid JSON"),
+        (["example", "add", "[1, 2]"], 2, "", "the arguments must be a JSON object"),
+        (["needs-token", "x"], 2, "", "CLI_TEST_NO_TOKEN is not set"),
+        (["nope", "add"], 3, "", "Unknown server 'nope' (configured: example, sdk, missing, needs-token)"),
+        (["example", "nope"], 3, "", "Unknown tool 'nope' on server 'example'"),
+        (["example", "slow", '{"seconds": 30}', "--timeout", "0.5"], 4, "", "did not finish within 0.5s"),
+        (["missing", "add"], 5, "", "server 'missing' failed to start"),
+        (["example", "crash", '{"code": 7}'], 5, "", "server 'example' stopped during the call"),
+    ],
+)
+def test_call_exit_codes(config: str, args: List[str], code: int, stdout: str, message: Any) -> None:
+    result = run("call", "--config", config, *args)
+    assert result.code == code, result
+    assert result.out == stdout, result
+    if message is None:
+        assert result.err == ""
+    else:
+        line = one_line(result.err)
+        assert line.startswith("jsonrpc-threads: ") and message in line, result
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "cannot read"), ("{not json", "not valid JSON"), ('{"servers": 1}', "must be an object")],
+)
+def test_a_bad_config_file_is_exit_code_2(tmp_path: Path, content: Any, message: str) -> None:
+    path = tmp_path / "mcp.json"
+    if content is not None:
+        path.write_text(content)
+    for args in (["tools", "--config", str(path)], ["call", "--config", str(path), "s", "t"]):
+        result = run(*args)
+        assert result.code == 2 and result.out == "", result
+        assert message in one_line(result.err)
+
+
+def test_usage_errors_are_exit_code_2() -> None:
+    for args in ([], ["frobnicate"], ["call", "--config"], ["call", "--config", "x.json", "s", "t", "--timeout", "-1"]):
+        result = run(*args)
+        assert result.code == 2, (args, result)
+        assert result.err.splitlines()[-1].startswith("jsonrpc-threads"), result
+    result = run("--help")
+    assert result.code == 0 and "exit codes: 0 success; 1 " in " ".join(result.out.split())
+
+
+# -- rpc ------------------------------------------------------------------------------
+
+
+def test_rpc_over_stdio(marker: str) -> None:
+    server = f"env {MARKER_VARIABLE}={marker} {sys.executable} -m jsonrpc_threads.examples.tool_server"
+    result = run("rpc", "--stdio", server, "add", '{"a": 1, "b": 2}')
+    assert (result.code, json.loads(result.out), result.err) == (0, 3, ""), result
+    result = run("rpc", "--stdio", server, "echo", "-", stdin='{"text": "from stdin"}')
+    assert json.loads(result.out) == "from stdin"
+    result = run("rpc", "--stdio", server, "nope")
+    assert result.code == 1, result
+    assert json.loads(result.out) == {"code": -32601, "message": "Method not found", "data": {"method": "nope"}}
+    result = run("rpc", "--stdio", server, "hang", "--timeout", "0.3")
+    assert result.code == 4 and "no answer to 'hang' within 0.3s" in one_line(result.err), result
+    result = run("rpc", "--stdio", server, "crash", '{"code": 9}')
+    assert result.code == 5 and "exit code 9" in one_line(result.err), result
+    result = run("rpc", "--stdio", server, "add", '"text"')
+    assert result.code == 2 and "must be a JSON object or array" in one_line(result.err), result
+
+
+def test_rpc_failures_to_connect_are_exit_code_5() -> None:
+    result = run("rpc", "--stdio", "jsonrpc-threads-no-such-command --flag", "ping")
+    assert result.code == 5 and "Cannot start" in one_line(result.err), result
+    result = run("rpc", "--url", f"http://127.0.0.1:{free_port()}/mcp", "ping")
+    assert result.code == 5 and "Connection refused" in one_line(result.err), result
+
+
+def test_rpc_over_http() -> None:
+    with sdk_http_peer() as url:
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "cli", "version": "0"}}
+        result = run("rpc", "--url", url, "--header", "X-Test: yes", "initialize", json.dumps(params))
+    assert result.code == 0, result
+    answer = json.loads(result.out)
+    assert answer["protocolVersion"] == "2025-06-18"
+    assert answer["serverInfo"]["name"] == "registry-sdk-peer"
+
+
+# -- the progress display -------------------------------------------------------------
+
+
+def test_progress_bar_on_a_terminal_redraws_one_line() -> None:
+    stream = io.StringIO()
+    display = ProgressDisplay(stream, live=True)
+    display.update({"progress": 1, "total": 4, "message": "first step"})
+    display.update({"progress": 4, "total": 4})
+    display.update({"progress": 7})  # no total: a count
+    display.finish()
+    frames = stream.getvalue().split("\r")
+    assert frames[1].startswith("[" + "#" * 8 + "." * 22 + "] 1/4  25% first step")
+    assert frames[2].startswith("[" + "#" * 30 + "] 4/4 100%")
+    assert frames[3].startswith("[" + "?" * 30 + "] 7")
+    assert frames[-1] == "" and "\n" not in stream.getvalue()
+
+
+def test_every_exit_code_is_documented() -> None:
+    assert sorted(EXIT_CODES) == [0, 1, 2, 3, 4, 5, 130]
