@@ -15,7 +15,9 @@ NODE22 := $(NODE_DIR)/node_modules/node/bin/node
 # The suite's scenario servers listen on all interfaces: the preload binds them to 127.0.0.1.
 CONFORMANCE := $(NODE22) --require $(CURDIR)/$(NODE_DIR)/loopback.cjs \
 	$(NODE_DIR)/node_modules/@modelcontextprotocol/conformance/dist/index.js
-CONFORMANCE_SCENARIOS := initialize tools_call elicitation-sep1034-client-defaults sse-retry
+# Every client scenario of the pinned suite (`conformance list`), one per line; the
+# pytest module tests/test_mcp_conformance.py reads the same file.
+CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_RESULTS := build/conformance
 
 .PHONY: demo test check venv clean node-deps conformance

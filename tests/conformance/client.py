@@ -16,23 +16,42 @@ What each scenario expects of a client:
   filling anything in: the client must apply the schema's defaults (SEP-1034);
 - ``sse-retry``: call ``test_reconnection``, whose SSE stream the server closes
   before the answer; the transport must resume it with GET + ``Last-Event-ID``
-  after exactly the ``retry`` delay the server asked for (SEP-1699).
+  after exactly the ``retry`` delay the server asked for (SEP-1699);
+- ``auth/*``: the server answers 401 until the client is authorized
+  (:class:`jsonrpc_threads.auth.OAuth`): list the tools and call the first one
+  (``auth/scope-step-up`` answers that call 403 ``insufficient_scope``).  The
+  user is played by :func:`user_agent`, which follows the authorization URL to
+  the redirect as a browser would.  What the scenario hands over in
+  ``MCP_CONFORMANCE_CONTEXT`` decides the client: ``client_id`` (+ secret) is
+  a pre-registered client; ``private_key_pem`` or a ``client-credentials``
+  scenario the client credentials grant; ``idp_id_token`` cross-app access
+  (token exchange at the identity provider, then the JWT bearer grant).  Only
+  ``auth/basic-cimd`` is given a client ID metadata document URL: an
+  application that publishes one (the suite fetches it in other scenarios,
+  which would leave the loopback).  ``auth/resource-mismatch`` and
+  ``auth/scope-retry-limit`` end in an :class:`AuthorizationError` (exit 1),
+  which the suite expects.
 
 The scenario servers advertise ``http://localhost:PORT``; the URL is used with
 ``127.0.0.1`` instead, where ``make conformance`` makes them listen (no IPv6
-attempt first, no name lookup).  Exit status 0 when the scenario ran to the
-end; on failure the traceback goes to stderr, which the suite keeps in its
-results.  ``MCP_CONFORMANCE_DEBUG=1`` logs the HTTP exchanges on stderr.
+attempt first, no name lookup).  The auth scenarios keep ``localhost``: their
+protected-resource metadata names ``http://localhost:PORT/mcp``, and a client
+must refuse metadata for another resource.  Exit status 0 when the scenario ran
+to the end; on failure the traceback goes to stderr, which the suite keeps in
+its results.  ``MCP_CONFORMANCE_DEBUG=1`` logs the HTTP exchanges on stderr.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 from urllib.parse import urlsplit, urlunsplit
+
+import requests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:  # run from a checkout without installing
@@ -40,6 +59,9 @@ if str(REPO_ROOT) not in sys.path:  # run from a checkout without installing
 
 from jsonrpc_threads.mcp import McpClient  # noqa: E402
 from jsonrpc_threads.transports.http import HttpTransport  # noqa: E402
+
+if TYPE_CHECKING:  # the auth extra is imported only when an auth scenario runs
+    from jsonrpc_threads.auth import OAuth
 
 #: Seconds any one request may take (the suite itself gives the client 30 s).
 TIMEOUT_S = 20.0
@@ -105,11 +127,112 @@ def sse_retry(url: str) -> None:
         print(f"test_reconnection: {result['content']}")
 
 
+#: A client ID metadata document URL, as the suite's auth/basic-cimd expects.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+#: The redirect URI registered by the headless user agent (nothing listens there).
+REDIRECT_URI = "http://localhost:3000/callback"
+#: Seconds the user agent waits for the authorization endpoint.
+USER_AGENT_TIMEOUT_S = 10.0
+
+
+def user_agent(authorization_url: str) -> str:
+    """Play the user: open the authorization URL, return where the server redirects to.
+
+    The suite's authorization endpoints approve at once and answer with a
+    redirect to ``redirect_uri`` carrying ``code`` and ``state``.
+    """
+    with requests.Session() as browser:
+        response = browser.get(authorization_url, allow_redirects=False, timeout=USER_AGENT_TIMEOUT_S)
+        with response:
+            location = response.headers.get("Location")
+            if not response.is_redirect or not location:
+                raise SystemExit(f"the authorization endpoint answered {response.status_code} without a redirect")
+            return location
+
+
+def auth_context() -> Dict[str, Any]:
+    text = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    context = json.loads(text) if text else {}
+    return context if isinstance(context, dict) else {}
+
+
+def oauth_for(scenario: str, context: Dict[str, Any]) -> OAuth:
+    """The OAuth a real application in this scenario's situation would be configured with."""
+    from jsonrpc_threads.auth import CrossAppAccess, OAuth  # noqa: PLC0415 - the oauth extra, only when needed
+
+    client_id: Optional[str] = context.get("client_id")
+    client_secret: Optional[str] = context.get("client_secret")
+    common: Dict[str, Any] = {"client_name": CLIENT_INFO["name"], "timeout": (5.0, 10.0)}
+    if context.get("idp_id_token"):
+        assertion = CrossAppAccess(
+            idp_token_endpoint=context["idp_token_endpoint"],
+            idp_client_id=context["idp_client_id"],
+            id_token=context["idp_id_token"],
+        )
+        return OAuth(client_id=client_id, client_secret=client_secret, assertion=assertion, **common)
+    if context.get("private_key_pem") or "client-credentials" in scenario:
+        return OAuth(
+            client_id=client_id,
+            client_secret=client_secret,
+            private_key=context.get("private_key_pem"),
+            signing_algorithm=context.get("signing_algorithm"),
+            client_credentials=True,
+            **common,
+        )
+    return OAuth(
+        client_id=client_id,
+        client_secret=client_secret,
+        client_metadata_url=CLIENT_METADATA_URL if scenario == "auth/basic-cimd" else None,
+        on_authorize=user_agent,
+        redirect_uri=REDIRECT_URI,
+        **common,
+    )
+
+
+def authorized(url: str) -> None:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    auth = oauth_for(scenario, auth_context())
+    with McpClient(HttpTransport(url, auth=auth), client_info=CLIENT_INFO, default_timeout=TIMEOUT_S) as client:
+        tools = client.list_tools()
+        print(f"tools: {[tool['name'] for tool in tools]}")
+        if tools:
+            result = client.call_tool(tools[0]["name"], {})
+            require_success(result, tools[0]["name"])
+            print(f"{tools[0]['name']}: {result['content']}")
+
+
+#: The auth scenarios of the pinned suite (0.1.16); newer ``auth/*`` names run the same client.
+AUTH_SCENARIOS = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/cross-app-access-complete-flow",
+)
+
 SCENARIOS: Dict[str, Callable[[str], None]] = {
     "initialize": initialize,
     "tools_call": tools_call,
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
+    **{name: authorized for name in AUTH_SCENARIOS},
 }
 
 
@@ -125,10 +248,13 @@ def main(argv: List[str]) -> int:
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     run = SCENARIOS.get(scenario)
+    if run is None and scenario.startswith("auth/"):
+        run = authorized
     if run is None:
         print(f"unknown scenario {scenario!r} (known: {', '.join(SCENARIOS)})", file=sys.stderr)
         return 2
-    run(loopback(argv[-1]))
+    url = argv[-1]
+    run(url if run is authorized else loopback(url))
     return 0
 
 
