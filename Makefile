@@ -20,7 +20,7 @@ CONFORMANCE := $(NODE22) --require $(CURDIR)/$(NODE_DIR)/loopback.cjs \
 CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_RESULTS := build/conformance
 
-.PHONY: demo test check venv clean node-deps conformance
+.PHONY: demo test check venv clean node-deps conformance bench bench-quick
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,18 @@ conformance: $(STAMP) $(NODE_STAMP)
 		$(CONFORMANCE) client --command "$(PY) tests/conformance/client.py" \
 			--scenario $$scenario -o $(CONFORMANCE_RESULTS) || exit 1; \
 	done
+
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) -m benchmarks.run
+
+bench-quick: $(BENCH_STAMP)
+	$(PY) -m benchmarks.run --quick
 
 check: $(STAMP)
 	$(PY) -m ruff check jsonrpc_threads

@@ -69,8 +69,11 @@ class Scheduler:
 
     def __init__(self, name: str = "jsonrpc-timer") -> None:
         self._name = name
-        # _cond guards _heap, _cancelled, _thread and _stopped.
-        self._cond = threading.Condition(threading.Lock())
+        # _lock (also the lock of _cond) guards _heap, _cancelled, _thread and
+        # _stopped.  The hot paths take _lock directly: a Condition's own
+        # __enter__ is Python code, the lock's is not.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._heap: List[_Entry] = []
         self._cancelled = 0
         self._seq = itertools.count()
@@ -83,7 +86,7 @@ class Scheduler:
         Raises:
             RuntimeError: when the scheduler was stopped.
         """
-        return self.call_at(time.monotonic() + delay, callback, *args)
+        return self._schedule(time.monotonic() + delay, callback, args)
 
     def call_at(self, deadline: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
         """Run ``callback(*args)`` at ``deadline`` on the :func:`time.monotonic` clock.
@@ -91,8 +94,11 @@ class Scheduler:
         Raises:
             RuntimeError: when the scheduler was stopped.
         """
+        return self._schedule(deadline, callback, args)
+
+    def _schedule(self, deadline: float, callback: Callable[..., Any], args: Tuple[Any, ...]) -> TimerHandle:
         handle = TimerHandle(self, deadline, callback, args)
-        with self._cond:
+        with self._lock:
             if self._stopped:
                 raise RuntimeError("scheduler is stopped")
             heap = self._heap
@@ -128,7 +134,7 @@ class Scheduler:
         return self._thread
 
     def _cancel(self, handle: TimerHandle) -> bool:
-        with self._cond:
+        with self._lock:
             if handle._scheduler is None:
                 return False
             handle._scheduler = None

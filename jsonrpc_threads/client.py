@@ -5,7 +5,9 @@ Theory of operation.  Each request gets a fresh integer id and a
 client's one lock) *before* its bytes are written.  From then on, whichever
 thread pops the id from the map settles the future, exactly once:
 
-- the transport's reader thread, when the response arrives;
+- the transport's reader thread, when the response arrives (or, over stdio,
+  the thread blocked in ``call()``, which reads the answer itself when no other
+  thread is reading: no hand-off between threads on the fast path);
 - the timer thread, when the deadline passes (:class:`RequestTimeout`);
 - the thread that calls ``Future.cancel()`` (the request is withdrawn);
 - the sending thread, when the write fails;
@@ -42,10 +44,12 @@ from typing import (
     Dict,
     List,
     Optional,
+    Protocol,
     Sequence,
     Tuple,
     Type,
     Union,
+    cast,
 )
 
 from . import messages
@@ -104,7 +108,7 @@ class _Pending:
 
     __slots__ = ("future", "jumps_queue", "method", "timeout", "timer")
 
-    def __init__(self, future: Future[Any], method: str, timeout: Optional[float]) -> None:
+    def __init__(self, future: _Settleable, method: str, timeout: Optional[float]) -> None:
         self.future = future
         self.method = method
         self.timeout = timeout
@@ -114,11 +118,96 @@ class _Pending:
         self.jumps_queue = False
 
 
+class _Settleable(Protocol):
+    """What settling a pending request needs: a Future, or the _CallWaiter of a call()."""
+
+    def set_result(self, result: Any) -> None: ...
+
+    def set_exception(self, exception: Optional[BaseException]) -> None: ...
+
+
+class _CallWaiter:
+    """The private future of one ``call()``: settled once, awaited only by its caller.
+
+    A :class:`Future` carries a Condition, a waiter list and callbacks for
+    anyone who might look; a ``call()`` is looked at by exactly one thread, so
+    a lock held from birth and released when the answer is in does: waiting is
+    one ``acquire()``.  Settled at most once, by whoever pops the id from the
+    pending map, like every future of the client.
+    """
+
+    __slots__ = ("_error", "_lock", "_result", "_settled")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._settled = False
+        self._result: Any = None
+        self._error: Optional[BaseException] = None
+
+    def set_result(self, result: Any) -> None:
+        if not self._settled:
+            self._result = result
+            self._settled = True
+            self._lock.release()
+
+    def set_exception(self, exception: Optional[BaseException]) -> None:
+        if not self._settled:
+            self._error = exception
+            self._settled = True
+            self._lock.release()
+
+    def result(self) -> Any:
+        """The result once settled (blocking until then); raises the error it was settled with."""
+        if not self._settled:
+            self._lock.acquire()
+        error = self._error
+        if error is not None:
+            self._error = None  # no reference cycle through the traceback
+            raise error
+        return self._result
+
+
+class _LazyCondition:
+    """``Future._condition``, made on first use.
+
+    A Condition (with its RLock and deque) is over half of what a pending
+    request costs, and most futures need it only once they settle.  The first
+    access stores one in the instance dict (``dict.setdefault`` is atomic, so
+    two threads racing get the same one), which then shadows this descriptor.
+    """
+
+    def __get__(self, instance: Optional[Future[Any]], owner: type) -> Any:
+        if instance is None:
+            return self
+        return instance.__dict__.setdefault("_condition", threading.Condition())
+
+
+def _future_fields_are_known() -> bool:
+    """True when ``Future.__init__`` sets exactly the fields _RequestFuture sets itself."""
+    sample: Future[Any] = Future()
+    return set(sample.__dict__) == {"_condition", "_state", "_result", "_exception", "_waiters", "_done_callbacks"}
+
+
+_LAZY_CONDITION = _future_fields_are_known()
+_PENDING_STATE = Future()._state
+
+
 class _RequestFuture(Future):  # type: ignore[type-arg]
     """A Future whose ``cancel()`` withdraws its request from the client."""
 
+    _condition = _LazyCondition()
+
     def __init__(self, client: JsonRpcClient, request_id: RequestId) -> None:
-        super().__init__()
+        if _LAZY_CONDITION:
+            # Future.__init__ minus the Condition (see _LazyCondition).
+            self._state = _PENDING_STATE
+            self._result = None
+            self._exception = None
+            self._waiters: List[Any] = []
+            self._done_callbacks: List[Any] = []
+        else:
+            super().__init__()
         self._client = client
         self.request_id = request_id
 
@@ -129,18 +218,24 @@ class _RequestFuture(Future):  # type: ignore[type-arg]
         """Cancel, telling the peer ``reason`` in the cancellation notification."""
         if not super().cancel():
             return False
+        try:
+            # CANCELLED -> CANCELLED_AND_NOTIFIED, as an executor does: this is what
+            # wakes concurrent.futures.wait() and as_completed() on this future.
+            self.set_running_or_notify_cancel()
+        except RuntimeError:
+            return True  # a repeated cancel(): the first one did the rest
         self._client._withdraw(self.request_id, reason)
         return True
 
 
-def _set_result(future: Future[Any], value: Any) -> None:
+def _set_result(future: _Settleable, value: Any) -> None:
     try:
         future.set_result(value)
     except InvalidStateError:  # cancelled by the caller in the meantime
         pass
 
 
-def _set_exception(future: Future[Any], error: BaseException) -> None:
+def _set_exception(future: _Settleable, error: BaseException) -> None:
     try:
         future.set_exception(error)
     except InvalidStateError:
@@ -201,6 +296,11 @@ class JsonRpcClient:
         self._request_handlers: Dict[str, RequestHandler] = {}
         self._notification_handlers: Dict[str, NotificationHandler] = {}
         self._workers = WorkerPool(handler_workers, f"jsonrpc-handler[{self._label}]")
+        # The optional fast path of transports whose callers can read their own answers.
+        self._read_directly: Optional[Callable[[Callable[[], bool], Optional[float]], bool]] = getattr(
+            transport, "read_directly", None
+        )
+        self._resume_reader: Optional[Callable[[], None]] = getattr(transport, "resume_reader", None)
         try:
             transport.start(self)
         except BaseException:
@@ -241,19 +341,11 @@ class JsonRpcClient:
             TransportClosed: at once, when the client is closed.
             TypeError: when params cannot be encoded as JSON.
         """
-        timeout = self._resolve_timeout(timeout)
-        request_id, entry = self._register(method, timeout)
-        data = messages.encode(messages.request_message(request_id, method, params))
-        if self._workers.in_ordered_task():
-            entry.jumps_queue = True
-        with self._lock:
-            if self._closed_error is not None:
-                raise self._closed_error
-            self._pending[request_id] = entry
-        if timeout is not None:
-            entry.timer = self._scheduler.call_later(timeout, self._expire, request_id)
-        self._send_tracked(data, (request_id,))
-        return entry.future
+        _, entry = self._start_request(method, params, timeout)
+        resume = self._resume_reader
+        if resume is not None:
+            resume()  # whoever reads must read for this one too
+        return cast("Future[Any]", entry.future)
 
     def call(self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Any:
         """Send a request and block until its result arrives.
@@ -269,7 +361,17 @@ class JsonRpcClient:
                 free again, the peer may still be working.
             TransportClosed: the transport went away (or the client is closed).
         """
-        return self.request(method, params, timeout=timeout).result()
+        read = self._read_directly
+        if read is None:
+            return self.request(method, params, timeout=timeout).result()
+        # Fast path: read the answer on this thread when no other thread is reading
+        # (no hand-off from the reader thread); else wait for it as request() does.
+        request_id, entry = self._start_request(method, params, timeout, waiter=True)
+        pending = self._pending
+        timer = entry.timer
+        if read(lambda: request_id not in pending, None if timer is None else timer.deadline) and pending:
+            self._resume_reader()  # type: ignore[misc]  # others wait: the reader thread reads for them
+        return cast(_CallWaiter, entry.future).result()
 
     def notify(self, method: str, params: messages.Params = None) -> None:
         """Send a notification (no answer is expected).
@@ -403,6 +505,14 @@ class JsonRpcClient:
             if entry is not None:
                 self._settle_error(entry, error)
 
+    def has_pending(self) -> bool:
+        """Transport callback (optional in the sink protocol): True while some request waits.
+
+        A transport whose callers may read their own answers (``read_directly``)
+        lets its reader thread step aside only while this is False.
+        """
+        return bool(self._pending)
+
     def transport_closed(self, error: TransportClosed) -> None:
         """Transport callback: the transport is gone; fail everything pending."""
         with self._lock:
@@ -418,6 +528,32 @@ class JsonRpcClient:
             return self.default_timeout
         _check_timeout(timeout)
         return timeout
+
+    def _start_request(
+        self, method: str, params: messages.Params, timeout: Timeout, *, waiter: bool = False
+    ) -> Tuple[RequestId, _Pending]:
+        """Register, arm the deadline and send one request; its future settles later.
+
+        ``waiter``: the request belongs to a ``call()``, whose future nobody else sees.
+        """
+        resolved = self._resolve_timeout(timeout)
+        request_id: RequestId
+        if waiter:
+            request_id = next(self._ids)
+            entry = _Pending(_CallWaiter(), method, resolved)
+        else:
+            request_id, entry = self._register(method, resolved)
+        data = messages.encode(messages.request_message(request_id, method, params))
+        if self._workers.in_ordered_task():
+            entry.jumps_queue = True
+        with self._lock:
+            if self._closed_error is not None:
+                raise self._closed_error
+            self._pending[request_id] = entry
+        if resolved is not None:
+            entry.timer = self._scheduler.call_later(resolved, self._expire, request_id)
+        self._send_tracked(data, (request_id,))
+        return request_id, entry
 
     def _send_tracked(self, data: bytes, request_ids: Sequence[RequestId]) -> None:
         try:
@@ -620,6 +756,8 @@ class JsonRpcClient:
             if entry.timeout is not None:
                 entry.timer = self._scheduler.call_later(entry.timeout, self._expire, request_id)
         self._send_tracked(data, [request_id for request_id, _ in tracked])
+        if tracked and self._resume_reader is not None:
+            self._resume_reader()
 
 
 class _BatchItem:
@@ -659,7 +797,7 @@ class Batch:
         messages.request_message(0, method, params)  # validate now, not at send time
         request_id, entry = self._client._register(method, resolved)
         self._items.append(_BatchItem(method, params, request_id, entry))
-        return entry.future
+        return cast("Future[Any]", entry.future)
 
     def notify(self, method: str, params: messages.Params = None) -> None:
         """Add a notification.
@@ -688,7 +826,7 @@ class Batch:
         if exc_type is not None:
             for item in self._items:
                 if item.entry is not None:
-                    Future.cancel(item.entry.future)
+                    cast("Future[Any]", item.entry.future).cancel()
             return
         self._client._send_batch(self._items)
 

@@ -22,8 +22,10 @@ control characters inside strings, so the text never holds a raw ``\\n``
 from __future__ import annotations
 
 import json
+import json.encoder as _json_encoder
+import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import InvalidRequest, JsonRpcError, ParseError, RequestId, error_from_response
 
@@ -31,8 +33,42 @@ JSONRPC_VERSION = "2.0"
 
 Params = Union[Mapping[str, Any], Sequence[Any], None]
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_dumps = _encoder.encode
 _loads = json.loads
+#: The C scanner where there is one (what json.loads ends in).
+_scan_once: Callable[[str, int], Tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _make_fast_dumps() -> Optional[Callable[[Any], str]]:
+    """The C encoder behind ``_encoder``, built once instead of once per call.
+
+    ``JSONEncoder.encode`` builds a new C encoder object for every call; this
+    one is made once, without circular-reference markers (shared markers could
+    be left dirty by a failed call).  A circular message then ends in
+    ``RecursionError``, and :func:`encode` retries it with ``_dumps``, which
+    raises the ``ValueError`` it always did.  None where the C encoder is
+    missing or its signature differs.
+    """
+    make = getattr(_json_encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encoder = make(None, _encoder.default, _json_encoder.encode_basestring, None, ":", ",", False, False, False)
+        sample = {"a": [1, 2.5, None, True, "\u2028\n"], "b": {}}
+        if "".join(encoder(sample, 0)) != _dumps(sample):
+            return None
+    except Exception:
+        return None
+
+    def fast_dumps(value: Any) -> str:
+        return "".join(encoder(value, 0))  # a list or a tuple of str, depending on the version
+
+    return fast_dumps
+
+
+_fast_dumps = _make_fast_dumps()
 
 
 @dataclass(frozen=True)
@@ -137,6 +173,12 @@ def encode(message: Any) -> bytes:
         ValueError: when the message contains itself (a circular reference) or
             a NaN or infinite float, which JSON cannot represent.
     """
+    fast = _fast_dumps
+    if fast is not None:
+        try:
+            return fast(message).encode("utf-8")
+        except RecursionError:
+            pass  # circular, or very deep: the full encoder tells which
     return _dumps(message).encode("utf-8")
 
 
@@ -149,7 +191,15 @@ def decode(data: Union[bytes, str]) -> Any:
     try:
         if isinstance(data, bytes):
             data = data.decode("utf-8")
-        return _loads(data)
+        # The C scanner directly (what json.loads ends in, minus two layers of
+        # Python); anything unusual (leading whitespace, errors) takes json.loads.
+        try:
+            value, end = _scan_once(data, 0)
+        except (StopIteration, ValueError, RecursionError):
+            return _loads(data)
+        if end != len(data) and _JSON_WHITESPACE.match(data, end).end() != len(data):  # type: ignore[union-attr]
+            return _loads(data)
+        return value
     except (ValueError, RecursionError) as exc:
         # UnicodeDecodeError and JSONDecodeError are both ValueErrors.
         raise ParseError(data={"reason": str(exc)[:200]}) from None

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import threading
 from typing import Any, List
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jsonrpc_threads import messages
-from jsonrpc_threads.errors import InvalidRequest, JsonRpcError, ParseError
+from jsonrpc_threads import StdioTransport, messages
+from jsonrpc_threads.errors import InvalidRequest, JsonRpcError, MessageTooLarge, ParseError
 from jsonrpc_threads.server import serve
+from jsonrpc_threads.transports.http import _SseReader
+
+from .conftest import peer_command
 
 json_scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text()
@@ -155,3 +160,126 @@ def _may_answer(data: bytes, request_id: int) -> bool:
         isinstance(item, dict) and "method" not in item and type(item.get("id")) is int and item["id"] == request_id
         for item in items
     )
+
+
+# -- stdio framing through a real pipe -----------------------------------------------------------
+
+#: A small line limit, so that generated lines cross it often.
+FRAMING_LIMIT = 64
+FRAMING_WAIT_S = 10.0
+
+framing_chunks = st.lists(
+    st.one_of(
+        st.binary(max_size=150),
+        st.sampled_from([b"\n", b"\r\n", b" \n", b"\n\n", b"\r", b"\xe2\x80\xa8"]),  # ... and U+2028, not a line break
+        st.binary(min_size=FRAMING_LIMIT - 2, max_size=FRAMING_LIMIT + 2).map(lambda b: b.replace(b"\n", b"") + b"\n"),
+    ),
+    max_size=8,
+)
+
+
+class _LineSink:
+    """Collects the lines the transport delivers; waits for a marker line with a timeout."""
+
+    def __init__(self) -> None:
+        self.lines: List[bytes] = []
+        self.changed = threading.Condition()
+
+    def message_received(self, data: bytes) -> None:
+        with self.changed:
+            self.lines.append(data)
+            self.changed.notify_all()
+
+    def requests_failed(self, request_ids: Any, error: Any) -> None:
+        pass  # an oversized line that looked like a response: not what is tested here
+
+    def transport_closed(self, error: Any) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+    def take_until(self, marker: bytes) -> List[bytes]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: marker in self.lines, FRAMING_WAIT_S), "marker never arrived"
+            index = self.lines.index(marker)
+            taken, self.lines = self.lines[:index], self.lines[index + 1 :]
+            return taken
+
+
+def _expected_lines(data: bytes, limit: int) -> List[bytes]:
+    """The model: split on LF only; drop blank lines and lines over the limit."""
+    lines = data.split(b"\n")[:-1]  # data ends with a newline
+    return [line for line in lines if line.strip() and len(line) <= limit]
+
+
+def test_stdio_framing_of_any_bytes_through_a_real_pipe() -> None:
+    """Any bytes, in any chunks, written by a real child: the lines delivered are exactly the model's."""
+    sink = _LineSink()
+    transport = StdioTransport(peer_command("stdio_peer"), max_line_bytes=FRAMING_LIMIT)
+    transport.start(sink)
+    counter = itertools.count()
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(framing_chunks)
+    def check(chunks: List[bytes]) -> None:
+        marker = b"marker-%d" % next(counter)
+        # The newline before the marker ends whatever line the chunks left open.
+        chunks = [*chunks, b"\n" + marker + b"\n"]
+        request = {"jsonrpc": "2.0", "id": 1, "method": "raw_write", "params": {"hex": [c.hex() for c in chunks]}}
+        transport.send(json.dumps(request).encode())
+        assert sink.take_until(marker) == _expected_lines(b"".join(chunks[:-1]) + b"\n", FRAMING_LIMIT)
+
+    try:
+        check()
+    finally:
+        transport.close()
+
+
+# -- the SSE reader of the HTTP transport ---------------------------------------------------
+
+_sse_field_text = st.text(st.characters(blacklist_characters="\r\n\x00", blacklist_categories=("Cs",)), max_size=12)
+sse_events = st.lists(
+    st.tuples(
+        st.none() | _sse_field_text,  # id
+        st.lists(_sse_field_text, min_size=1, max_size=3),  # data lines
+        st.none() | st.integers(min_value=0, max_value=10**6),  # retry
+        st.booleans(),  # a comment line before the event
+    ),
+    max_size=6,
+)
+
+
+@SETTINGS
+@given(
+    sse_events,
+    st.sampled_from([b"\n", b"\r", b"\r\n"]),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=10),
+)
+def test_sse_reader_yields_exactly_the_events_written_however_split(
+    events: List[Any], newline: bytes, cuts: List[int]
+) -> None:
+    stream = b""
+    expected = []
+    for event_id, data_lines, retry, comment in events:
+        lines = [": keep-alive"] if comment else []
+        if event_id is not None:
+            lines.append("id: " + event_id)
+        if retry is not None:
+            lines.append(f"retry: {retry}")
+        lines.extend("data: " + line for line in data_lines)
+        stream += newline.join(line.encode("utf-8") for line in lines) + newline + newline
+        expected.append((event_id, "\n".join(data_lines), retry))
+    points = sorted({min(cut, len(stream)) for cut in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)])]
+    reader = _SseReader(iter(chunks), 10_000)
+    assert [(e.id, e.data, e.retry) for e in reader.events()] == expected
+
+
+@SETTINGS
+@given(st.lists(st.binary(max_size=80), max_size=10), st.integers(min_value=1, max_value=100))
+def test_sse_reader_on_any_bytes_yields_bounded_events_or_message_too_large(chunks: List[bytes], limit: int) -> None:
+    try:
+        for event in _SseReader(iter(chunks), limit).events():
+            assert isinstance(event.data, str) and len(event.data) <= limit
+            assert event.retry is None or (isinstance(event.retry, int) and event.retry >= 0)
+    except MessageTooLarge as exc:
+        assert exc.limit == limit

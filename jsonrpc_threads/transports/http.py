@@ -190,9 +190,24 @@ class _SocketRegistry:
         with self._lock:
             self._closed = True
             sockets = list(self._sockets)
-            self._sockets.clear()
         for sock in sockets:
             _shutdown_socket(sock)
+
+    def close_all(self) -> None:
+        """Close every recorded socket still open (once the threads that used them are done).
+
+        urllib3 2 closes a pool's idle connections only when the pool is garbage
+        collected, and an exception kept anywhere (a log record, a future) keeps
+        the pool alive through its traceback: without this, their fds would stay open.
+        """
+        with self._lock:
+            sockets = list(self._sockets)
+            self._sockets.clear()
+        for sock in sockets:
+            try:
+                sock.close()
+            except OSError:
+                pass
 
 
 def _tracking_pool_classes(registry: _SocketRegistry) -> Dict[str, Type[HTTPConnectionPool]]:
@@ -596,6 +611,7 @@ class HttpTransport:
                 if listen.thread is not None and listen.thread is not threading.current_thread():
                     listen.thread.join(max(0.0, deadline - time.monotonic()))
             self._http.close()
+            self._registry.close_all()
         finally:
             self._notify_closed()
             self._close_done.set()
@@ -880,6 +896,9 @@ class HttpTransport:
         except TransportClosed:
             return None
         except JsonRpcError as exc:
+            if isinstance(exc, HttpError) and exc.status_code is not None and 300 <= exc.status_code < 400:
+                logger.warning("%s: listen stream: %s; not retrying", self.label, exc.message)
+                return None  # a redirect will be refused again: retrying is a loop
             logger.debug("%s: listen stream: %s", self.label, exc)
             return False
         listen.answered.set()

@@ -7,7 +7,10 @@ command that cannot run fails at once.  Its three standard streams are pipes:
   serialized by a write lock and go out in one call each;
 - stdout is read by one reader thread (started by :meth:`StdioTransport.start`)
   that splits it on ``b"\\n"`` only (U+2028 inside a JSON string is not a line
-  break here) and hands each non-blank line, as bytes, to the sink.  A line
+  break here) and hands each non-blank line, as bytes, to the sink.  A caller
+  blocked on its own answer may read instead (:meth:`StdioTransport.read_directly`:
+  no hand-off between threads); one thread reads at a time (the read baton),
+  and the reader thread steps aside only while no request is pending.  A line
   longer than the limit is read and thrown away piece by piece, never held
   whole, and the stream goes on (if it was a response, the request it answers
   fails with ``MessageTooLarge`` through ``sink.requests_failed``); a last line
@@ -40,11 +43,12 @@ and processes the child left in its group are still found and reclaimed at
 from __future__ import annotations
 
 import atexit
-import io
 import json
 import logging
+import math
 import os
 import re
+import select
 import shlex
 import shutil
 import subprocess
@@ -52,7 +56,7 @@ import threading
 import time
 import warnings
 import weakref
-from typing import IO, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union, cast
+from typing import IO, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import psutil
 
@@ -140,9 +144,23 @@ ATEXIT_JOIN_S = 0.5
 #: A second ``close()`` waits this long for the first one to finish.
 CLOSE_WAIT_S = STDIN_CLOSE_GRACE_S + TERMINATE_GRACE_S + KILL_GRACE_S + 2 * THREAD_JOIN_S + 1.0
 
-_STDOUT_BUFFER_BYTES = 256 * 1024
+#: A caller that read its own response (read_directly) keeps the reader thread
+#: out of the way this long after, when no request is pending: the next call()
+#: then reads its answer itself, without a thread hand-off.  It is also the
+#: longest a message that nobody waits for (a notification while the client is
+#: idle) may sit in the pipe before the reader thread reads it.
+READER_PARK_S = 0.005
+
+_READ_CHUNK_BYTES = 256 * 1024
 _STDERR_CHUNK_BYTES = 64 * 1024
-_DISCARD_CHUNK_BYTES = 256 * 1024
+#: Bytes kept of a line over the limit, to find the id of the response it was.
+_OVERSIZED_HEAD_BYTES = 64 * 1024
+#: A caller reading directly looks up from poll() this often (for close()).
+_POLL_SLICE_MS = 50
+#: Callers can read directly where pipes can be polled (not on Windows).
+_DIRECT_READS = hasattr(select, "poll")
+_READER = "reader"
+_DIRECT = "direct"
 #: A stderr "line" longer than this is logged in pieces.
 _LOG_LINE_MAX_BYTES = 8 * 1024
 #: Polling interval bounds while waiting for processes that are not our children.
@@ -200,7 +218,17 @@ class _Child:
         self.stderr_log_level = stderr_log_level
         self.new_session = new_session
         self.stdin: IO[bytes] = popen.stdin  # raw (unbuffered): one write call per message
-        self.stdout = io.BufferedReader(cast(io.RawIOBase, popen.stdout), buffer_size=_STDOUT_BUFFER_BYTES)
+        self.stdout: IO[bytes] = popen.stdout  # raw: read in chunks, split into lines here
+        self.stdout_fd = self.stdout.fileno()
+        self.read_view = memoryview(bytearray(_READ_CHUNK_BYTES))
+        # Line splitting state; used only by the thread that holds the read baton.
+        self.partial = bytearray()  # the start of a line whose newline has not arrived yet
+        self.discarding = False  # inside a line over the limit: drop bytes until its newline
+        self.discard_head = b""
+        self.discard_total = 0
+        self.poller = select.poll() if _DIRECT_READS else None
+        if self.poller is not None:
+            self.poller.register(self.stdout_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.stderr: IO[bytes] = popen.stderr
         try:
             self.create_time: Optional[float] = psutil.Process(self.pid).create_time()
@@ -217,6 +245,15 @@ class _Child:
         self.sink_ref: SinkRef = _no_sink
         self.reader: Optional[threading.Thread] = None
         self.closed_event = threading.Event()
+        # read_cond guards read_owner, park_until, parked and read_end: the read baton.
+        # Whoever holds the baton (the reader thread, or a caller in read_directly)
+        # is the only one reading stdout and splitting it into lines.
+        # Re-entrant for the same reason as lock (a finalizer may close from any thread).
+        self.read_cond = threading.Condition(threading.RLock())
+        self.read_owner: Optional[str] = None
+        self.park_until = 0.0  # the reader thread steps aside until then when nothing is pending
+        self.parked = False  # the reader thread waits in read_cond (resume_reader must wake it)
+        self.read_end: Optional[str] = None  # a caller saw the end of the stream: why
         # write_lock guards stdin and stdin_closed; held for the whole of one write.
         self.write_lock = threading.Lock()
         self.stdin_closed = False
@@ -263,7 +300,9 @@ class _Child:
     def read_loop(self) -> None:
         reason = "closed its stdout"
         try:
-            self._pump()
+            ended = self._pump()
+            if ended is not None:
+                reason = ended
         except Exception as exc:  # a read error ends the stream like EOF does
             reason = f"could not be read: {exc!r}"
             if not self.closing:
@@ -279,44 +318,167 @@ class _Child:
                 return  # close() reports, after reaping
         self._report_end(reason)
 
-    def _pump(self) -> None:
-        readline = self.stdout.readline
-        limit = self.max_line_bytes + 1
-        sink_ref = self.sink_ref
+    def _pump(self) -> Optional[str]:
+        """The reader thread's loop; returns the reason a direct reader saw the stream end, if one did."""
+        cond = self.read_cond
         while True:
-            line = readline(limit)
-            if not line:
-                return
-            if line[-1] == 10:  # b"\n"
-                body = line[:-1]
-            elif len(line) == limit:
-                if not self._skip_oversized(line):
-                    return
-                continue
-            else:
-                body = line  # the last line, without newline, at end of stream
-            if body and not body.isspace():
-                sink = sink_ref()
-                if sink is not None:
-                    try:
-                        sink.message_received(body)
-                    except Exception:
-                        _log.exception("[%s pid %d] sink.message_received failed", self.label, self.pid)
-                    # Do not keep the sink alive while blocked in readline().
-                    sink = None
+            with cond:
+                while True:
+                    if self.read_end is not None:
+                        return self.read_end
+                    self.parked = True  # from here on, resume_reader() wakes this thread
+                    if self.read_owner is None:
+                        if self.closing or self._reader_needed():
+                            break
+                        wait = self.park_until - time.monotonic()
+                        if wait <= 0:
+                            break
+                    else:
+                        wait = READER_PARK_S  # a caller is reading; look again now and then
+                    cond.wait(wait)
+                self.parked = False
+                self.read_owner = _READER
+            try:
+                more = self._read_chunk()
+            finally:
+                with cond:
+                    self.read_owner = None
+            if not more:
+                return None
 
-    def _skip_oversized(self, head: bytes) -> bool:
-        """Discard the rest of a line over the limit; False at end of stream."""
-        total = len(head)
-        at_eof = False
-        while True:
-            chunk = self.stdout.readline(_DISCARD_CHUNK_BYTES)
-            if not chunk:
-                at_eof = True
-                break
-            total += len(chunk)
-            if chunk[-1] == 10:
-                break
+    def _reader_needed(self) -> bool:
+        """True unless every request is answered (then callers may read themselves)."""
+        if not _DIRECT_READS:
+            return True
+        sink = self.sink_ref()
+        has_pending = getattr(sink, "has_pending", None)
+        return has_pending is None or bool(has_pending())
+
+    def read_directly(self, done: Callable[[], bool], deadline: Optional[float]) -> bool:
+        """Read and deliver on the calling thread until ``done()``; see StdioTransport.read_directly."""
+        poller = self.poller
+        if poller is None:
+            return False
+        cond = self.read_cond
+        with cond:
+            # Reading here, or trying to, asks the reader thread to step aside once nothing is pending.
+            self.park_until = time.monotonic() + READER_PARK_S
+            if self.read_owner is not None or self.read_end is not None or self.closing:
+                return False
+            self.read_owner = _DIRECT
+        ended: Optional[str] = None
+        try:
+            poll = poller.poll
+            while not done():
+                if self.closing:
+                    break  # the reader thread drains the stream to its end
+                if deadline is None:
+                    slice_ms = _POLL_SLICE_MS
+                else:
+                    slice_ms = min(_POLL_SLICE_MS, max(1, math.ceil((deadline - time.monotonic()) * 1000.0)))
+                if not poll(slice_ms):
+                    continue
+                if not self._read_chunk():
+                    ended = "closed its stdout"
+                    break
+        except Exception as exc:  # a read error ends the stream, as in the reader thread
+            ended = f"could not be read: {exc!r}"
+            if not self.closing:
+                _log.warning("[%s pid %d] stdout %s", self.label, self.pid, ended)
+        finally:
+            with cond:
+                self.read_owner = None
+                self.park_until = time.monotonic() + READER_PARK_S
+                if ended is not None:
+                    self.read_end = ended
+                if self.parked and (ended is not None or self.closing):
+                    cond.notify()
+        return True
+
+    def resume_reader(self) -> None:
+        """Wake the reader thread if it stepped aside: a request waits for it now."""
+        if self.parked:
+            with self.read_cond:
+                self.park_until = 0.0
+                self.read_cond.notify()
+
+    def _read_chunk(self) -> bool:
+        """Read what the pipe holds (blocking until there is something) and deliver it; False at EOF."""
+        # Into a buffer kept for the purpose: a fresh 256 KiB bytes object per
+        # read would be mapped and unmapped by malloc every time (page faults).
+        count = self.stdout.readinto(self.read_view)  # type: ignore[attr-defined]
+        if not count:
+            self._at_eof()
+            return False
+        self._feed(self.read_view[:count].tobytes())
+        return True
+
+    def _feed(self, data: bytes) -> None:
+        """Deliver every complete line in ``data`` (after what was left of the previous chunk)."""
+        if self.discarding:
+            newline = data.find(b"\n")
+            if newline < 0:
+                self.discard_total += len(data)
+                return
+            self.discard_total += newline + 1
+            self._end_discard()
+            data = data[newline + 1 :]
+        partial = self.partial
+        if partial:
+            newline = data.find(b"\n")
+            if newline < 0:
+                partial += data
+                if len(partial) > self.max_line_bytes:
+                    self._begin_discard(bytes(partial))
+                    partial.clear()
+                return
+            line = bytes(partial) + data[:newline]
+            partial.clear()
+            self._deliver(line)
+            data = data[newline + 1 :]
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            self._deliver(line)
+        if rest:
+            if len(rest) > self.max_line_bytes:
+                self._begin_discard(rest)
+            else:
+                partial += rest
+
+    def _deliver(self, line: bytes) -> None:
+        if len(line) > self.max_line_bytes:
+            self.discard_total = len(line)
+            self._begin_discard(line)
+            self._end_discard()
+            return
+        if line and not line.isspace():
+            sink = self.sink_ref()
+            if sink is not None:
+                try:
+                    sink.message_received(line)
+                except Exception:
+                    _log.exception("[%s pid %d] sink.message_received failed", self.label, self.pid)
+
+    def _at_eof(self) -> None:
+        if self.discarding:
+            self._end_discard()
+        elif self.partial:
+            line = bytes(self.partial)  # the last line, without newline, at end of stream
+            self.partial.clear()
+            self._deliver(line)
+
+    def _begin_discard(self, head: bytes) -> None:
+        """A line over the limit: keep its head (to find a response id), drop the rest as it comes."""
+        self.discarding = True
+        self.discard_head = head[:_OVERSIZED_HEAD_BYTES]
+        self.discard_total = max(self.discard_total, len(head))
+
+    def _end_discard(self) -> None:
+        head, total = self.discard_head, self.discard_total
+        self.discarding = False
+        self.discard_head = b""
+        self.discard_total = 0
         _log.error(
             "[%s pid %d] skipped a line of %d bytes: over the limit of %d bytes (max_line_bytes)",
             self.label,
@@ -325,21 +487,20 @@ class _Child:
             self.max_line_bytes,
         )
         match = _RESPONSE_HEAD.match(head)
-        if match is not None:
-            request_id: RequestId
-            raw_id = match.group(1)
+        if match is None:
+            return
+        request_id: RequestId
+        raw_id = match.group(1)
+        try:
+            request_id = int(raw_id) if raw_id[:1] != b'"' else json.loads(raw_id)
+        except ValueError:
+            return
+        sink = self.sink_ref()
+        if sink is not None:
             try:
-                request_id = int(raw_id) if raw_id[:1] != b'"' else json.loads(raw_id)
-            except ValueError:
-                return not at_eof
-            sink = self.sink_ref()
-            if sink is not None:
-                try:
-                    sink.requests_failed([request_id], MessageTooLarge(self.max_line_bytes, "response"))
-                except Exception:
-                    _log.exception("[%s pid %d] sink.requests_failed failed", self.label, self.pid)
-                sink = None
-        return not at_eof
+                sink.requests_failed([request_id], MessageTooLarge(self.max_line_bytes, "response"))
+            except Exception:
+                _log.exception("[%s pid %d] sink.requests_failed failed", self.label, self.pid)
 
     def _report_end(self, reason: str) -> None:
         try:
@@ -440,6 +601,9 @@ class _Child:
                 if not notify:
                     self.notified = True
                 first = True
+        if first:
+            with self.read_cond:  # a parked reader thread goes back to reading, to the end
+                self.read_cond.notify()
         if not first and me is not closer and me is not self.reader and me is not self.stderr_thread:
             # Another thread is closing: return when it is done, so that after
             # close() the process is gone whichever thread did the work.
@@ -544,9 +708,7 @@ def _signal_all(children: Iterable[_Child], trees: Mapping[_Child, Dict[int, psu
                 pass
 
 
-def _wait_gone(
-    children: Sequence[_Child], trees: Mapping[_Child, Dict[int, psutil.Process]], deadline: float
-) -> bool:
+def _wait_gone(children: Sequence[_Child], trees: Mapping[_Child, Dict[int, psutil.Process]], deadline: float) -> bool:
     """Wait until every child is reaped and every descendant gone; True if so."""
     delay = _POLL_MIN_S
     while True:
@@ -754,9 +916,7 @@ class StdioTransport:
             child.close(notify=False)
             raise
         _LIVE.add(child)
-        self._finalizer = weakref.finalize(
-            self, _finalize, child, f"StdioTransport({self.label!r}, pid={child.pid})"
-        )
+        self._finalizer = weakref.finalize(self, _finalize, child, f"StdioTransport({self.label!r}, pid={child.pid})")
         # Interpreter exit is handled by _close_all_at_exit, without a warning.
         self._finalizer.atexit = False
 
@@ -821,6 +981,33 @@ class StdioTransport:
         if b"\n" in data:
             raise ValueError("a message sent over stdio must not contain a newline")
         self._child.write_line(data)
+
+    def read_directly(self, done: Callable[[], bool], deadline: Optional[float] = None) -> bool:
+        """Read stdout on the calling thread, delivering to the sink, until ``done()`` is true.
+
+        The fast path of a blocking call: the thread that waits for an answer
+        reads it itself, which saves the hand-off from the reader thread (a
+        wake-up through the kernel).  Only one thread reads at a time: when the
+        reader thread (or another caller) is reading, this returns ``False`` at
+        once and the caller waits for its answer as usual; the reader thread
+        steps aside when no request is pending (the sink's ``has_pending()``),
+        so a caller that calls again finds the pipe free.  Everything read here
+        is delivered as the reader thread would deliver it, in order.
+
+        Returns early (``True``) when the transport is closing or the stream
+        ended; the reader thread then reports the end as usual.  ``deadline``
+        (on the :func:`time.monotonic` clock) bounds each wait for data, so
+        ``done()`` is looked at again by then.  Unavailable where pipes cannot be
+        polled (Windows): returns ``False``.
+
+        After it returns, a caller that knows requests are still pending calls
+        :meth:`resume_reader`.
+        """
+        return self._child.read_directly(done, deadline)
+
+    def resume_reader(self) -> None:
+        """Make sure the reader thread reads: called when a request waits for it.  Cheap."""
+        self._child.resume_reader()
 
     def close(self) -> None:
         """Reclaim the child and its whole process tree; bounded in time.

@@ -7,8 +7,9 @@ Standard library only (it must not import jsonrpc_threads).  Use it in-process::
         ...
         peer.records                      # every HTTP request received
 
-or run it as a script: ``python tests/peers/http_peer.py [--port N]`` prints
-``listening on URL`` and serves until SIGINT or SIGTERM.
+or run it as a script: ``python tests/peers/http_peer.py [--port N] [--allow-exit]``
+prints ``listening on URL`` and serves until SIGINT or SIGTERM;
+:class:`HttpPeerProcess` does that for a test (a server that can die for real).
 
 The endpoint is ``/mcp`` (any other path answers 404).  How it answers is chosen
 per request by *modes*: the ``mode`` query parameter (comma-separated) plus the
@@ -29,7 +30,8 @@ field to the first event of each stream.
 - ``noids``: SSE events carry no ids (the stream cannot be resumed);
 - ``noresume``: GET with ``Last-Event-ID`` answers 405;
 - ``nolisten``: GET without ``Last-Event-ID`` answers 405;
-- ``nodelete``: DELETE answers 405.
+- ``nodelete``: DELETE answers 405;
+- ``getredirect``: every GET answers ``307`` to another host (127.0.0.2).
 
 SSE events carry ids (``<stream>:<n>``) when ``priming``, ``cut`` or ``reset``
 is on and ``noids`` is off.  A GET without ``Last-Event-ID`` opens the listen
@@ -60,17 +62,36 @@ Methods (result in parentheses), as the stdio peer where they make sense:
   (the same with id null), ``400``, ``404``, ``html`` (200 text/html),
   ``empty`` (200, no body, no type), ``redirect`` (307 to 127.0.0.2),
   ``reset`` (connection dropped), ``202`` (accepted, never answered)
+- ``wrong_id`` (SSE: first a response with id + 1000, then "ok"; JSON: only the
+  response with the wrong id), ``duplicate`` (SSE: "first" then "second"; JSON: a
+  batch of both), ``wrong_id_type`` {"as": "string"|"true"|"float"} (as ``wrong_id``,
+  with an id of the wrong type: "1" for 1, true, 1.0)
+- ``raw_answer`` (always answered by itself, whatever the mode): ``{"status": 200,
+  "content_type": "application/json", "headers": {}, "chunks": [str], "repeat": 1,
+  "chunked": true, "content_length": null, "then": "end"}``.  Writes the chunks
+  (``{id}`` in them replaced by the request's id as JSON) ``repeat`` times, as
+  chunked transfer unless ``chunked`` is false (then with ``Content-Length``:
+  ``content_length`` if given, else the true length), then ``then``: ``end``,
+  ``stall`` (holds the connection, body unfinished, until the server shuts
+  down) or ``reset`` (drops the connection)
+- ``exit`` {"code": n} (only with ``allow_exit``, i.e. ``--allow-exit`` when run as
+  a script: the server process exits at once, mid-request; else -32601)
 - anything else: error -32601.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
+import os
 import queue
+import select
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -87,7 +108,9 @@ GATE_TIMEOUT_S = 30.0
 LISTEN_POLL_S = 0.05
 #: Bounded joins in :meth:`HttpPeer.close`.
 JOIN_TIMEOUT_S = 5.0
-MODES = frozenset({"sse", "priming", "session", "cut", "reset", "noids", "noresume", "nolisten", "nodelete"})
+MODES = frozenset(
+    {"sse", "priming", "session", "cut", "reset", "noids", "noresume", "nolisten", "nodelete", "getredirect"}
+)
 _CUT = object()
 
 
@@ -136,13 +159,32 @@ class _Context:
     new_session: Optional[str]
     retry: Optional[int]
     headers: Dict[str, str]
+    request_id: Any = None  # set by HttpPeer.call for the request being answered
+
+
+class _StreamedAnswer(Exception):
+    """The method answers with raw bytes, possibly never finished (``raw_answer``)."""
+
+    def __init__(self, params: Dict[str, Any], request_id: Any) -> None:
+        super().__init__("raw answer")
+        self.status = int(params.get("status", 200))
+        self.content_type: Optional[str] = params.get("content_type", "application/json")
+        self.headers: Dict[str, str] = dict(params.get("headers") or {})
+        marker = json.dumps(request_id)
+        chunks = [str(chunk).replace("{id}", marker).encode("utf-8") for chunk in params.get("chunks", [])]
+        self.chunks = chunks * int(params.get("repeat", 1))
+        self.chunked = bool(params.get("chunked", True))
+        length = params.get("content_length")
+        self.content_length = int(length) if length is not None else sum(len(chunk) for chunk in self.chunks)
+        self.then = str(params.get("then", "end"))
 
 
 class HttpPeer:
     """The test server: state, records and the knobs tests turn.  Thread-safe."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, allow_exit: bool = False) -> None:
         self.stop = threading.Event()
+        self.allow_exit = allow_exit
         # _lock guards every list, dict and counter below; _changed is notified on
         # each change.  Reentrant: wait_for() predicates read the properties.
         self._lock = threading.RLock()
@@ -355,6 +397,7 @@ class HttpPeer:
         """The response to ``request``; ``emit`` sends a message to the client first."""
         request_id = request.get("id")
         method = request.get("method")
+        ctx = dataclasses.replace(ctx, request_id=request_id)
         handler = getattr(self, f"m_{method}", None) if isinstance(method, str) else None
         try:
             if handler is None:
@@ -443,6 +486,37 @@ class HttpPeer:
         emit({"raw": "this is not json"})
         emit({"jsonrpc": "2.0"})
         return "ok"
+
+    def m_wrong_id(self, params: Any, emit: Callable[[Dict[str, Any]], None], ctx: _Context) -> Any:
+        request_id = ctx.request_id
+        wrong = request_id + 1000 if isinstance(request_id, int) else "x" + str(request_id)
+        return self._wrong_then_ok(wrong, emit, ctx)
+
+    def m_wrong_id_type(self, params: Any, emit: Callable[[Dict[str, Any]], None], ctx: _Context) -> Any:
+        return self._wrong_then_ok(wrong_id_type(ctx.request_id, (params or {}).get("as")), emit, ctx)
+
+    def _wrong_then_ok(self, wrong: Any, emit: Callable[[Dict[str, Any]], None], ctx: _Context) -> Any:
+        answer = {"jsonrpc": "2.0", "id": wrong, "result": "wrong"}
+        if "sse" not in ctx.modes:
+            raise _RawAnswer("application/json", json.dumps(answer).encode("utf-8"))
+        emit(answer)
+        return "ok"
+
+    def m_duplicate(self, params: Any, emit: Callable[[Dict[str, Any]], None], ctx: _Context) -> Any:
+        first = {"jsonrpc": "2.0", "id": ctx.request_id, "result": "first"}
+        if "sse" not in ctx.modes:
+            second = dict(first, result="second")
+            raise _RawAnswer("application/json", json.dumps([first, second]).encode("utf-8"))
+        emit(first)
+        return "second"
+
+    def m_raw_answer(self, params: Any, emit: Any, ctx: _Context) -> Any:
+        raise _StreamedAnswer(params if isinstance(params, dict) else {}, ctx.request_id)
+
+    def m_exit(self, params: Any, emit: Any, ctx: _Context) -> Any:
+        if not self.allow_exit:
+            raise PeerError(-32601, "Method not found", {"method": "exit"})
+        os._exit(int((params or {}).get("code", 0)))
 
     def m_expire_session(self, params: Any, emit: Any, ctx: _Context) -> Any:
         with self._changed:
@@ -679,7 +753,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(message, list):
             answers = [peer.call(r, peer.push, ctx) for r in requests]
             self._json(200, answers, new_session)
-        elif "sse" in modes:
+        elif "sse" in modes and requests[0].get("method") != "raw_answer":
             self._answer_sse(requests[0], ctx)
         else:
             self._answer_json(requests[0], ctx)
@@ -693,7 +767,35 @@ class _Handler(BaseHTTPRequestHandler):
         except _RawAnswer as raw:
             self._send(200, raw.body, raw.content_type)
             return
+        except _StreamedAnswer as streamed:
+            self._stream(streamed)
+            return
         self._json(200, response, ctx.new_session)
+
+    def _stream(self, answer: _StreamedAnswer) -> None:
+        self.send_response(answer.status)
+        if answer.content_type:
+            self.send_header("Content-Type", answer.content_type)
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
+        if answer.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(answer.content_length))
+        self.end_headers()
+        try:
+            for chunk in answer.chunks:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if answer.chunked else chunk)
+                self.wfile.flush()
+            if answer.then == "stall":
+                self.server.peer.stop.wait(GATE_TIMEOUT_S)
+                self._drop()
+            elif answer.then == "reset":
+                self._drop()
+            elif answer.chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client gave up reading
+            self.close_connection = True
 
     def _answer_sse(self, request: Dict[str, Any], ctx: _Context) -> None:
         modes = ctx.modes
@@ -748,6 +850,9 @@ class _Handler(BaseHTTPRequestHandler):
         peer = self.server.peer
         if record.path != ENDPOINT:
             self._send(404, b"no such endpoint", "text/plain")
+            return
+        if "getredirect" in modes:
+            self._send(307, b"", None, Location=f"http://127.0.0.2:{peer.port}/elsewhere")
             return
         if "text/event-stream" not in record.headers.get("accept", ""):
             self._send(406, b"GET needs Accept: text/event-stream", "text/plain")
@@ -818,6 +923,78 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200)
 
 
+class HttpPeerProcess:
+    """This module run as a child process (``--allow-exit``) on 127.0.0.1: a server that can die.
+
+    Starts at once and waits (bounded) for its ``listening on`` line.  ``port=0``
+    picks a free port; pass the port of a dead one to bring it back there.
+    """
+
+    START_TIMEOUT_S = 10.0
+    STOP_TIMEOUT_S = 10.0
+
+    def __init__(self, port: int = 0) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--port", str(port), "--allow-exit"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self.proc.stdout is not None
+        try:
+            readable, _, _ = select.select([self.proc.stdout], [], [], self.START_TIMEOUT_S)
+            line = self.proc.stdout.readline().decode() if readable else ""
+            if not line.startswith("listening on "):
+                raise RuntimeError(f"the HTTP peer did not start: {line!r}")
+        except BaseException:
+            self.stop()
+            raise
+        self.url = line.split()[-1]
+        self.port = int(urlsplit(self.url).port or 0)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def url_with(self, *modes: str, retry: Optional[int] = None) -> str:
+        """As :meth:`HttpPeer.url_with`."""
+        query = []
+        if modes:
+            query.append("mode=" + ",".join(modes))
+        if retry is not None:
+            query.append(f"retry={retry}")
+        return self.url + ("?" + "&".join(query) if query else "")
+
+    def stop(self) -> None:
+        """SIGTERM (the server closes its connections and exits), then SIGKILL if need be; reap."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(self.STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc.wait(self.STOP_TIMEOUT_S)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> HttpPeerProcess:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+
+def wrong_id_type(request_id: Any, kind: Any) -> Any:
+    """``request_id`` in another JSON type: "1" for 1 (or 1 for "1"), true, or 1.0."""
+    if kind == "true":
+        return True
+    if kind == "float":
+        return float(request_id) if isinstance(request_id, int) else 1.0
+    if isinstance(request_id, int):
+        return str(request_id)
+    return int(request_id) if str(request_id).isdigit() else 0
+
+
 def iter_messages(records: List[Record]) -> Iterator[Any]:
     """Every JSON-RPC message in these records' bodies."""
     for record in records:
@@ -829,10 +1006,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--allow-exit", action="store_true", help="let the method exit end this process")
     args = parser.parse_args()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: done.set())
-    peer = HttpPeer(args.host, args.port).start()
+    peer = HttpPeer(args.host, args.port, allow_exit=args.allow_exit).start()
     print(f"listening on http://{args.host}:{peer.port}{ENDPOINT}", flush=True)
     try:
         while not done.wait(0.5):

@@ -33,7 +33,12 @@ Methods (result in parentheses):
 - ``wrong_id`` (first an answer with id + 1000, or "x" + id for a string id,
   then the right one with "ok")
 - ``duplicate`` (answers twice: "first", then "second")
+- ``wrong_id_type`` {"as": "string"|"true"|"float"} (first an answer whose id has
+  the wrong type but may compare equal in Python: "1" for 1, true for 1, 1.0
+  for 1; then the right one with "ok")
 - ``stall`` (stops reading stdin for good: the client's writes block; no answer)
+- ``raw_write`` {"hex": [h, ...]} (writes each hex-encoded chunk to stdout as is,
+  one flushed write each, no newline added; no answer)
 - ``notifications_log`` {"wait_for": n, "timeout": s} (every notification received:
   [{"method", "params"}], once at least n arrived or the timeout passed)
 - ``unicode`` ("line\\u2028sep\\u2029para \\U0001F600 é" followed by the params:
@@ -300,6 +305,17 @@ class Peer:
         self.send({"jsonrpc": "2.0", "id": request_id, "result": "second"})
         return NO_ANSWER
 
+    def m_wrong_id_type(self, params: Any, request_id: Any) -> Any:
+        self.send({"jsonrpc": "2.0", "id": wrong_id_type(request_id, (params or {}).get("as")), "result": "wrong"})
+        return "ok"
+
+    def m_raw_write(self, params: Any, request_id: Any) -> Any:
+        with self.write_lock:
+            for chunk in (params or {}).get("hex", []):
+                self.out.write(bytes.fromhex(chunk))
+                self.out.flush()
+        return NO_ANSWER
+
     def m_notifications_log(self, params: Any, request_id: Any) -> Any:
         # {"wait_for": n, "timeout": s} waits (bounded) until n notifications arrived.
         wanted = params.get("wait_for", 0) if isinstance(params, dict) else 0
@@ -318,6 +334,17 @@ class Peer:
 
 def invalid_request(request_id: Any) -> Dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": "Invalid Request"}}
+
+
+def wrong_id_type(request_id: Any, kind: Any) -> Any:
+    """``request_id`` in another JSON type: "1" for 1 (or 1 for "1"), true, or 1.0."""
+    if kind == "true":
+        return True
+    if kind == "float":
+        return float(request_id) if isinstance(request_id, int) else 1.0
+    if isinstance(request_id, int):
+        return str(request_id)
+    return int(request_id) if str(request_id).isdigit() else 0
 
 
 def spawn_grandchild(new_session: bool) -> int:

@@ -1,0 +1,687 @@
+"""The benchmark cases.  Each runs its variants interleaved, round after round.
+
+Every case measures wall time per call (microseconds) for each variant: our
+client, the baseline it is compared with (a raw loop on the same pipe or
+socket, the official MCP SDK, the single-thread run) and sometimes a floor.
+The variants of a case run one after the other inside each round, the order
+rotating from round to round, so a noisy neighbour slows all of them alike;
+the case reports the median, min and max over the rounds.
+
+A case returns rows (plain dicts, JSON-ready); :mod:`benchmarks.run` adds the
+comparisons and prints them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import http.client
+import importlib.util
+import io
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Dict, List, Sequence, Union
+
+import requests
+
+from jsonrpc_threads import JsonRpcClient, StdioTransport
+from jsonrpc_threads._scheduler import default_scheduler
+from jsonrpc_threads.mcp import McpClient
+from jsonrpc_threads.transports.http import HttpTransport
+
+ECHO_SERVER = Path(__file__).resolve().with_name("echo_server.py")
+ECHO_COMMAND = [sys.executable, str(ECHO_SERVER)]
+#: The params of every ``echo`` call: a small object, as a typical tool call's.
+ECHO_PARAMS: Dict[str, Any] = {"text": "hello", "n": 1}
+#: The raw pipelined baseline keeps this many lines in flight.
+RAW_WINDOW = 64
+THREAD_COUNTS = (1, 4, 16, 64)
+SDK_CONCURRENCY = 16
+HTTP_THREADS = 16
+#: How long a worker's HTTP echo server gets to print its port.
+SERVER_START_S = 10.0
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_loads = json.loads
+
+
+@dataclass
+class Sample:
+    """One round of one variant."""
+
+    us_per_call: float
+    latencies_us: List[float] = field(default_factory=list)
+
+
+Variant = Callable[[], Union[Sample, Awaitable[Sample]]]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100.0 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def make_row(case: str, sched: str, variant: str, role: str, samples: List[Sample], **extra: Any) -> Dict[str, Any]:
+    """A result row: median, min and max of the rounds' microseconds per call."""
+    values = [s.us_per_call for s in samples]
+    latencies = [x for s in samples for x in s.latencies_us]
+    median = statistics.median(values)
+    row: Dict[str, Any] = {
+        "case": case,
+        "sched": sched,
+        "variant": variant,
+        "role": role,
+        "unit": "us/call",
+        "median": median,
+        "min": min(values),
+        "max": max(values),
+        "rounds": len(values),
+        "samples": values,
+        "calls_per_s": 1e6 / median if median > 0 else None,
+    }
+    if latencies:
+        row["p50_us"] = percentile(latencies, 50)
+        row["p99_us"] = percentile(latencies, 99)
+    row.update(extra)
+    return row
+
+
+async def interleave(variants: Dict[str, Variant], rounds: int, warmup: bool = True) -> Dict[str, List[Sample]]:
+    """Run each variant once per round, rotating the order; a warm-up round first."""
+    names = list(variants)
+    results: Dict[str, List[Sample]] = {name: [] for name in names}
+
+    async def run(name: str) -> Sample:
+        outcome = variants[name]()
+        if asyncio.iscoroutine(outcome) or isinstance(outcome, asyncio.Future):
+            return await outcome
+        assert isinstance(outcome, Sample)
+        return outcome
+
+    if warmup:
+        for name in names:
+            await run(name)
+    for index in range(rounds):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            gc.collect()
+            results[name].append(await run(name))
+    return results
+
+
+def run_interleaved(variants: Dict[str, Variant], rounds: int) -> Dict[str, List[Sample]]:
+    return asyncio.run(interleave(variants, rounds))
+
+
+# -- the raw limit: a bare pipe, no futures, no threads --------------------------------
+
+
+class RawPipe:
+    """The echo server on a bare pipe, driven by plain loops (the physical limit)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(ECHO_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin = self.proc.stdin
+        self.stdout = io.BufferedReader(self.proc.stdout, 256 * 1024)  # type: ignore[arg-type]
+        self.next_id = 1
+
+    def sequential(self, n: int, method: str = "echo", params: Any = ECHO_PARAMS) -> Sample:
+        """Write a line, read a line, parse it; n times."""
+        write, readline = self.stdin.write, self.stdout.readline
+        first = self.next_id
+        self.next_id += n
+        start = time.perf_counter()
+        for request_id in range(first, first + n):
+            message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            write(_dumps(message).encode() + b"\n")  # unbuffered: one write() call, nothing to flush
+            answer = _loads(readline())
+            if answer["id"] != request_id:
+                raise RuntimeError(f"raw loop: got id {answer['id']}, expected {request_id}")
+        return Sample((time.perf_counter() - start) / n * 1e6)
+
+    def pipelined(self, n: int, window: int = RAW_WINDOW) -> Sample:
+        """Keep ``window`` lines in flight; n in all."""
+        write, readline = self.stdin.write, self.stdout.readline
+        first = self.next_id
+        self.next_id += n
+        sent = received = 0
+        start = time.perf_counter()
+        while received < n:
+            while sent < n and sent - received < window:
+                message = {"jsonrpc": "2.0", "id": first + sent, "method": "echo", "params": ECHO_PARAMS}
+                write(_dumps(message).encode() + b"\n")
+                sent += 1
+            answer = _loads(readline())
+            if answer["id"] != first + received:
+                raise RuntimeError("raw pipelined loop: answers out of order")
+            received += 1
+        return Sample((time.perf_counter() - start) / n * 1e6)
+
+    def close(self) -> None:
+        self.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stdout.close()
+
+
+# -- helpers for our client ----------------------------------------------------------------
+
+
+def sequential(call: Callable[[], Any], n: int) -> Sample:
+    start = time.perf_counter()
+    for _ in range(n):
+        call()
+    return Sample((time.perf_counter() - start) / n * 1e6)
+
+
+def pipelined(request: Callable[[], Any], n: int) -> Sample:
+    start = time.perf_counter()
+    futures = [request() for _ in range(n)]
+    for future in futures:
+        future.result()
+    return Sample((time.perf_counter() - start) / n * 1e6)
+
+
+def threaded(call: Callable[[], Any], threads: int, total: int) -> Sample:
+    """``threads`` threads each calling in a loop (``total`` calls in all); wall time and latencies."""
+    per_thread = max(1, total // threads)
+    barrier = threading.Barrier(threads + 1)
+    latencies: List[List[float]] = [[] for _ in range(threads)]
+    errors: List[BaseException] = []
+
+    def worker(out: List[float]) -> None:
+        clock = time.perf_counter
+        barrier.wait()
+        try:
+            for _ in range(per_thread):
+                begin = clock()
+                call()
+                out.append((clock() - begin) * 1e6)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    pool = [threading.Thread(target=worker, args=(latencies[i],), name=f"bench-caller-{i}") for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for thread in pool:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return Sample(elapsed / (per_thread * threads) * 1e6, [x for part in latencies for x in part])
+
+
+# -- cases 1, 2, 3: stdio ----------------------------------------------------------------
+
+
+def stdio_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    rounds = sizes["rounds"]
+    rows: List[Dict[str, Any]] = []
+    raw = RawPipe()
+    client = JsonRpcClient(StdioTransport(ECHO_COMMAND))
+    try:
+        call, request = client.call, client.request
+
+        # 1. sequential call() vs the raw loop
+        n = sizes["seq"]
+        results = run_interleaved(
+            {
+                "raw loop": lambda: raw.sequential(n),
+                "JsonRpcClient.call()": lambda: sequential(lambda: call("echo", ECHO_PARAMS), n),
+            },
+            rounds,
+        )
+        case = "1 stdio sequential"
+        rows.append(make_row(case, sched, "raw loop (write, readline, parse)", "baseline", results["raw loop"]))
+        rows.append(make_row(case, sched, "JsonRpcClient.call()", "subject", results["JsonRpcClient.call()"]))
+
+        # 2. pipelined request() futures vs a window of 64 lines on the bare pipe
+        n = sizes["pipe"]
+        results = run_interleaved(
+            {
+                "raw": lambda: raw.pipelined(n),
+                "ours": lambda: pipelined(lambda: request("echo", ECHO_PARAMS), n),
+            },
+            rounds,
+        )
+        case = "2 stdio pipelined"
+        rows.append(make_row(case, sched, f"raw pipelined (window {RAW_WINDOW})", "baseline", results["raw"]))
+        rows.append(make_row(case, sched, f"{n} x request(), then result()", "subject", results["ours"]))
+
+        # 3. 1/4/16/64 caller threads, each calling in a loop
+        total = sizes["threads_total"]
+        variants: Dict[str, Variant] = {}
+        for count in THREAD_COUNTS:
+            variants[str(count)] = functools.partial(
+                threaded, functools.partial(call, "echo", ECHO_PARAMS), count, total
+            )
+        results = run_interleaved(variants, rounds)
+        case = "3 stdio threads"
+        for count in THREAD_COUNTS:
+            role = "baseline" if count == 1 else "subject"
+            rows.append(
+                make_row(case, sched, f"{count} thread{'s' if count > 1 else ''} x call()", role, results[str(count)])
+            )
+    finally:
+        client.close()
+        raw.close()
+    return rows
+
+
+# -- case 4: the official MCP Python SDK ---------------------------------------------------
+
+
+def sdk_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    return asyncio.run(_sdk_cases(sizes, sched))
+
+
+async def _sdk_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: PLC0415  (only this case needs it)
+
+    rounds = sizes["rounds"]
+    rows: List[Dict[str, Any]] = []
+    params = StdioServerParameters(command=ECHO_COMMAND[0], args=ECHO_COMMAND[1:])
+    raw = RawPipe()
+    ours = McpClient(StdioTransport(ECHO_COMMAND))
+    try:
+        ours.initialize()
+        async with contextlib.AsyncExitStack() as stack:
+            read_stream, write_stream = await stack.enter_async_context(stdio_client(params))
+            session = await stack.enter_async_context(ClientSession(read_stream, write_stream))
+            await session.initialize()
+
+            async def sdk_sequential(n: int) -> Sample:
+                start = time.perf_counter()
+                for _ in range(n):
+                    await session.send_ping()
+                return Sample((time.perf_counter() - start) / n * 1e6)
+
+            async def sdk_concurrent(tasks: int, total: int) -> Sample:
+                per_task = max(1, total // tasks)
+                latencies: List[float] = []
+                clock = time.perf_counter
+
+                async def worker() -> None:
+                    for _ in range(per_task):
+                        begin = clock()
+                        await session.send_ping()
+                        latencies.append((clock() - begin) * 1e6)
+
+                start = clock()
+                await asyncio.gather(*(worker() for _ in range(tasks)))
+                return Sample((clock() - start) / (per_task * tasks) * 1e6, latencies)
+
+            n = sizes["sdk_seq"]
+            results = await interleave(
+                {
+                    "raw": lambda: raw.sequential(n, "ping", None),
+                    "sdk": lambda: sdk_sequential(n),
+                    "ours": lambda: sequential(ours.ping, n),
+                },
+                rounds,
+            )
+            case = "4 MCP ping sequential"
+            rows.append(make_row(case, sched, "raw loop (floor)", "floor", results["raw"]))
+            rows.append(make_row(case, sched, "official SDK ClientSession.send_ping", "baseline", results["sdk"]))
+            rows.append(make_row(case, sched, "McpClient.ping()", "subject", results["ours"]))
+
+            total = sizes["sdk_conc"]
+            results = await interleave(
+                {
+                    "sdk": lambda: sdk_concurrent(SDK_CONCURRENCY, total),
+                    "ours": lambda: threaded(ours.ping, SDK_CONCURRENCY, total),
+                },
+                rounds,
+            )
+            case = f"4 MCP ping x{SDK_CONCURRENCY} concurrent"
+            rows.append(
+                make_row(case, sched, f"official SDK, {SDK_CONCURRENCY} asyncio tasks", "baseline", results["sdk"])
+            )
+            rows.append(
+                make_row(case, sched, f"McpClient.ping(), {SDK_CONCURRENCY} threads", "subject", results["ours"])
+            )
+    finally:
+        ours.close()
+        raw.close()
+    return rows
+
+
+# -- case 5: HTTP --------------------------------------------------------------------------
+
+
+class HttpEchoServer:
+    """The echo server in HTTP mode, in its own process."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [*ECHO_COMMAND, "--http", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        assert self.proc.stdout is not None
+        line = _readline_within(self.proc.stdout, SERVER_START_S)
+        if not line.strip().isdigit():
+            self.close()
+            raise RuntimeError(f"the HTTP echo server did not start: {line!r}")
+        self.port = int(line)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def connections(self) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.request("GET", "/stats")
+            return int(json.loads(conn.getresponse().read())["connections"])
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+
+def _readline_within(stream: Any, timeout: float) -> bytes:
+    box: List[bytes] = []
+    reader = threading.Thread(target=lambda: box.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return box[0] if box else b""
+
+
+HTTP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def _parse_answer(content_type: str, body: bytes) -> Any:
+    if content_type.startswith("text/event-stream"):
+        for line in body.splitlines():
+            if line.startswith(b"data:"):
+                return _loads(line[5:])
+        raise RuntimeError("SSE answer without data")
+    return _loads(body)
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.value = 0
+        self.lock = threading.Lock()
+
+    def next(self) -> int:
+        with self.lock:
+            self.value += 1
+            return self.value
+
+
+def _requests_caller(url: str, ids: _Counter) -> Callable[[], Any]:
+    local = threading.local()
+
+    def call() -> Any:
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = requests.Session()
+        request_id = ids.next()
+        body = _dumps({"jsonrpc": "2.0", "id": request_id, "method": "echo", "params": ECHO_PARAMS}).encode()
+        response = session.post(url, data=body, headers=HTTP_HEADERS)
+        answer = _parse_answer(response.headers.get("Content-Type", ""), response.content)
+        if answer["id"] != request_id:
+            raise RuntimeError("requests loop: wrong id")
+        return answer["result"]
+
+    return call
+
+
+def _http_client_caller(port: int, path: str, ids: _Counter) -> Callable[[], Any]:
+    local = threading.local()
+
+    def call() -> Any:
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = http.client.HTTPConnection("127.0.0.1", port)
+        request_id = ids.next()
+        body = _dumps({"jsonrpc": "2.0", "id": request_id, "method": "echo", "params": ECHO_PARAMS}).encode()
+        conn.request("POST", path, body, HTTP_HEADERS)
+        response = conn.getresponse()
+        answer = _parse_answer(response.getheader("Content-Type", ""), response.read())
+        if answer["id"] != request_id:
+            raise RuntimeError("http.client loop: wrong id")
+        return answer["result"]
+
+    return call
+
+
+def http_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    rounds = sizes["rounds"]
+    rows: List[Dict[str, Any]] = []
+    server = HttpEchoServer()
+    try:
+        for answer_kind, path in (("JSON", "/json"), ("SSE", "/sse")):
+            client = JsonRpcClient(HttpTransport(server.url(path), max_workers=HTTP_THREADS))
+            try:
+                ids = _Counter()
+                callers: Dict[str, Callable[[], Any]] = {
+                    "ours": lambda c=client: c.call("echo", ECHO_PARAMS),  # type: ignore[misc]
+                    "requests": _requests_caller(server.url(path), ids),
+                    "http.client": _http_client_caller(server.port, path, ids),
+                }
+                connections: Dict[str, List[int]] = {name: [] for name in callers}
+
+                def counted(record: List[int], body: Callable[[], Sample]) -> Callable[[], Sample]:
+                    def run() -> Sample:
+                        before = server.connections()
+                        sample = body()
+                        record.append(server.connections() - before - 1)
+                        return sample
+
+                    return run
+
+                for mode, threads, n in (
+                    ("sequential", 1, sizes["http_seq"]),
+                    ("16 threads", HTTP_THREADS, sizes["http_conc"]),
+                ):
+                    variants: Dict[str, Variant] = {}
+                    for name, caller in callers.items():
+                        if threads == 1:
+                            body = functools.partial(sequential, caller, n)
+                        else:
+                            body = functools.partial(threaded, caller, threads, n)
+                        variants[name] = counted(connections[name], body)
+                    for record in connections.values():
+                        record.clear()
+                    results = run_interleaved(variants, rounds)
+                    case = f"5 HTTP {answer_kind} {mode}"
+                    labels = {
+                        "requests": ("requests.Session().post loop", "baseline"),
+                        "http.client": ("http.client loop (floor)", "floor"),
+                        "ours": ("JsonRpcClient(HttpTransport).call()", "subject"),
+                    }
+                    for name in ("http.client", "requests", "ours"):
+                        label, role = labels[name]
+                        new = connections[name]
+                        rows.append(
+                            make_row(
+                                case,
+                                sched,
+                                label,
+                                role,
+                                results[name],
+                                new_connections_per_round=max(new) if new else None,
+                            )
+                        )
+            finally:
+                client.close()
+    finally:
+        server.close()
+    return rows
+
+
+# -- case 6: timers ---------------------------------------------------------------------------
+
+
+class NullTransport:
+    """Accepts every message and answers none: every request stays pending."""
+
+    label = "null"
+
+    def start(self, sink: Any) -> None:
+        self.sink = sink
+
+    def send(self, data: bytes, request_ids: Sequence[Any] = ()) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def timer_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    n = sizes["timers"]
+    timeout = sizes["timer_timeout"]
+    case = f"6 timers: {n:,} pending"
+    rows: List[Dict[str, Any]] = []
+
+    # Threads used, time to register, and how late the timeouts fire (no tracemalloc: it slows allocation).
+    default_scheduler()
+    threads_before = {t.ident for t in threading.enumerate()}
+    client = JsonRpcClient(NullTransport(), default_timeout=timeout)
+    try:
+        deadlines = array("d", bytes(8 * n))
+        fired = array("d", bytes(8 * n))
+        request = client.request
+        futures = []
+        start = time.perf_counter()
+        for index in range(n):
+            deadlines[index] = time.monotonic() + timeout
+            futures.append(request("echo", ECHO_PARAMS))
+        register_s = time.perf_counter() - start
+        pending_after = len(client._pending)
+        new_threads = sorted(t.name for t in threading.enumerate() if t.ident not in threads_before)
+        remaining = deadlines[0] - time.monotonic()
+        for index, future in enumerate(futures):
+            future.add_done_callback(lambda _f, i=index: fired.__setitem__(i, time.monotonic()))
+        last_deadline = deadlines[n - 1]
+        futures[-1].exception(timeout + 30.0)
+        for future in futures:
+            future.exception(30.0)
+        late_ms = [(fired[i] - deadlines[i]) * 1000.0 for i in range(n)]
+    finally:
+        client.close()
+    rows.append(
+        {
+            "case": case,
+            "sched": sched,
+            "variant": "time to register (request() with a timeout)",
+            "role": "metric",
+            "unit": "us/request",
+            "median": register_s / n * 1e6,
+            "total_s": register_s,
+            "pending_at_end": pending_after,
+            "first_deadline_margin_s": remaining,
+        }
+    )
+    rows.append(
+        {
+            "case": case,
+            "sched": sched,
+            "variant": "threads added while pending",
+            "role": "metric",
+            "unit": "threads",
+            "median": len(new_threads),
+            "threads": new_threads,
+        }
+    )
+    rows.append(
+        {
+            "case": case,
+            "sched": sched,
+            "variant": "lateness of the last timeout",
+            "role": "metric",
+            "unit": "ms",
+            "median": (fired[n - 1] - last_deadline) * 1000.0,
+            "max_late_ms": max(late_ms),
+            "p50_late_ms": percentile(late_ms, 50),
+            "p99_late_ms": percentile(late_ms, 99),
+        }
+    )
+
+    # Memory per pending request, with tracemalloc, in a client of its own.
+    gc.collect()
+    client = JsonRpcClient(NullTransport(), default_timeout=3600.0)
+    try:
+        request = client.request
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        futures = [request("echo", ECHO_PARAMS) for _ in range(n)]
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        # The list holding the futures is the benchmark's, not the client's.
+        held = sys.getsizeof(futures)
+    finally:
+        client.close()
+    rows.append(
+        {
+            "case": case,
+            "sched": sched,
+            "variant": "memory per pending request (tracemalloc)",
+            "role": "metric",
+            "unit": "bytes",
+            "median": (after - before - held) / n,
+        }
+    )
+    del futures
+    return rows
+
+
+GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
+    "stdio": stdio_cases,
+    "sdk": sdk_cases,
+    "http": http_cases,
+    "timers": timer_cases,
+}
+
+
+def describe_machine() -> Dict[str, Any]:
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    has_orjson = importlib.util.find_spec("orjson") is not None
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": model or platform.processor() or "unknown",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "orjson": has_orjson,
+    }
+
+
+__all__ = ["GROUPS", "Sample", "describe_machine", "make_row", "percentile"]

@@ -1,0 +1,45 @@
+"""The benchmark machinery works: every case runs (on tiny sizes) and the outputs are written.
+
+No timing is asserted: these machines are shared and noisy; `make bench` measures.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import echo_server, run
+
+
+def test_echo_server_answers_what_every_client_needs() -> None:
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
+    assert echo_server.answer(initialize)["result"]["protocolVersion"] == "2025-06-18"
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    assert echo_server.answer(ping) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    echo = {"jsonrpc": "2.0", "id": "x", "method": "echo", "params": [1, "a"]}
+    assert echo_server.answer(echo)["result"] == [1, "a"]
+    assert echo_server.answer({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
+    assert echo_server.answer({"jsonrpc": "2.0", "id": 3, "method": "nope"})["error"]["code"] == -32601
+    batch = [{"jsonrpc": "2.0", "id": 4, "method": "ping"}, {"jsonrpc": "2.0", "method": "n"}]
+    assert echo_server.answer(batch) == [{"jsonrpc": "2.0", "id": 4, "result": {}}]
+
+
+@pytest.mark.timeout(180)
+def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
+    code = run.main(["--quick", "--scale", "0.01", "--out", str(tmp_path)])
+    assert code == 0
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    rows = data["rows"]
+    assert not [r for r in rows if r["role"] == "error"]
+    cases = {r["case"].split()[0] for r in rows}
+    assert cases == {"1", "2", "3", "4", "5", "6"}  # case 4 is a "skipped" row without the SDK
+    assert {r["sched"] for r in rows} >= {"os"}
+    for row in rows:
+        if row["unit"] == "us/call":
+            assert row["min"] <= row["median"] <= row["max"]
+    subjects = [r for r in rows if r["role"] in ("subject", "metric") and "target" in r and r["target"]]
+    assert subjects and all(isinstance(r["met"], bool) for r in subjects)
+    markdown = (tmp_path / "results.md").read_text(encoding="utf-8")
+    assert "| Case |" in markdown and "Targets met:" in markdown
