@@ -5,14 +5,11 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import queue
-import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
@@ -27,10 +24,7 @@ from jsonrpc_threads.server import (
     serve,
 )
 
-REPO = Path(__file__).resolve().parent.parent
-#: Bound on every wait for something that should happen at once.
-WAIT_S = 10.0
-
+from .pipe_child import WAIT_S, PipeChild
 
 # ---------------------------------------------------------------- helpers
 
@@ -571,75 +565,15 @@ def handler(method, params):
 """
 
 
-class Child:
+class Child(PipeChild):
     """A child process running serve(), read line by line with timeouts."""
 
     def __init__(self, serve_call: str = "serve(handler)", *, read_stdout: bool = True) -> None:
         script = textwrap.dedent(CHILD_PRELUDE) + "\n" + serve_call + "\n"
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", script],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(REPO),
-            env=env,
-        )
-        self.lines: queue.Queue[Optional[bytes]] = queue.Queue()
-        self.stderr_data = b""
-        self.stdout_raw: List[bytes] = []
-        self._threads = [threading.Thread(target=self._pump_stderr, name="test-child-stderr", daemon=True)]
-        if read_stdout:
-            self._threads.append(threading.Thread(target=self._pump_stdout, name="test-child-stdout", daemon=True))
-        for thread in self._threads:
-            thread.start()
-
-    def _pump_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.stdout_raw.append(line)
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _pump_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        self.stderr_data = self.proc.stderr.read()
+        super().__init__([sys.executable, "-c", script], read_stdout=read_stdout)
 
     def send(self, *items: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"".join(frame(i) for i in items))
-        self.proc.stdin.flush()
-
-    def read(self) -> Any:
-        line = self.lines.get(timeout=WAIT_S)
-        assert line is not None, "the child closed its stdout"
-        return json.loads(line)
-
-    def finish(self, timeout: float = WAIT_S) -> int:
-        """Close stdin, wait for the exit, and collect stderr."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        returncode = self.proc.wait(timeout)
-        for thread in self._threads:
-            thread.join(WAIT_S)
-        return returncode
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_data.decode("utf-8", "replace")
-
-    def cleanup(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(WAIT_S)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        for thread in self._threads:
-            thread.join(WAIT_S)
+        self.write(b"".join(frame(i) for i in items))
 
 
 def test_child_answers_and_logs_tracebacks_only_to_stderr() -> None:

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from jsonrpc_threads.server import EOF_DRAIN_TIMEOUT_S
 
-REPO = Path(__file__).resolve().parent.parent
-#: Bound on every wait for something that should happen at once.
-WAIT_S = 10.0
+from .pipe_child import WAIT_S, PipeChild
 
 
 def req(request_id: Any, method: str, params: Any = None) -> Dict[str, Any]:
@@ -26,81 +19,20 @@ def req(request_id: Any, method: str, params: Any = None) -> Dict[str, Any]:
     return message
 
 
-class ToolServer:
+class ToolServer(PipeChild):
     """``python -m jsonrpc_threads.examples.tool_server`` with line reads that time out."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jsonrpc_threads.examples.tool_server"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(REPO),
-            env=dict(os.environ, PYTHONPATH=str(REPO)),
-        )
-        self.lines: queue.Queue[Optional[bytes]] = queue.Queue()
-        self.stderr_data = b""
-        self._threads = [
-            threading.Thread(target=self._pump_stdout, name="test-tool-stdout", daemon=True),
-            threading.Thread(target=self._pump_stderr, name="test-tool-stderr", daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def _pump_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _pump_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        self.stderr_data = self.proc.stderr.read()
+        super().__init__([sys.executable, "-m", "jsonrpc_threads.examples.tool_server"])
 
     def send(self, message: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-        self.proc.stdin.flush()
-
-    def read(self) -> Any:
-        line = self.lines.get(timeout=WAIT_S)
-        assert line is not None, "the tool server closed its stdout"
-        return json.loads(line)
+        self.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
 
     def call(self, request_id: Any, method: str, params: Any = None) -> Any:
         self.send(req(request_id, method, params))
-        answer = self.read()
+        answer: Any = self.read()
         assert answer["id"] == request_id
         return answer
-
-    def wait(self, timeout: float = WAIT_S) -> int:
-        """Wait for the exit (stdin stays as it is) and collect stderr."""
-        returncode = self.proc.wait(timeout)
-        for thread in self._threads:
-            thread.join(WAIT_S)
-        return returncode
-
-    def finish(self, timeout: float = WAIT_S) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        return self.wait(timeout)
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_data.decode("utf-8", "replace")
-
-    def cleanup(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(WAIT_S)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        for thread in self._threads:
-            thread.join(WAIT_S)
 
 
 def test_add_echo_and_ready_line() -> None:
