@@ -20,7 +20,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +40,13 @@ class WorkerPool:
         self._max_workers = max_workers
         self._name = name
         self._tasks: queue.SimpleQueue[_Task] = queue.SimpleQueue()
-        # _lock guards _threads, _queued, _busy, _closed, _ordered and _ordered_running.
+        # _lock guards _threads, _queued, _busy, _closed, _ordered and _ordered_running;
+        # _idle is notified when nothing is queued or running any more.
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self._threads: List[threading.Thread] = []
         self._queued = 0
-        self._busy = 0
+        self._busy: Set[threading.Thread] = set()
         self._closed = False
         self._ordered: Deque[Tuple[Callable[..., Any], Tuple[Any, ...]]] = collections.deque()
         self._ordered_running = False
@@ -91,11 +93,23 @@ class WorkerPool:
         """True when called from one of this pool's threads."""
         return getattr(self._local, "pool", None) is self
 
-    def shutdown(self, timeout: Optional[float] = None) -> None:
+    @property
+    def unfinished(self) -> int:
+        """How many tasks are queued or running."""
+        with self._lock:
+            return self._queued + len(self._busy)
+
+    def wait_idle(self, timeout: Optional[float]) -> bool:
+        """Wait until no task is queued or running; False when ``timeout`` passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._queued and not self._busy, timeout)
+
+    def shutdown(self, timeout: Optional[float] = None, *, wait_for_busy: bool = True) -> None:
         """Stop accepting work, drop what is queued, and join the threads (bounded).
 
         A task still running after ``timeout`` is left to finish on its daemon
-        thread.  Idempotent; safe to call from a worker.
+        thread; with ``wait_for_busy=False`` only idle threads are joined.
+        Idempotent; safe to call from a worker.
         """
         with self._lock:
             if self._closed:
@@ -104,8 +118,11 @@ class WorkerPool:
                 self._closed = True
                 self._ordered.clear()
                 threads = list(self._threads)
+            busy = set(self._busy)
         for _ in threads:
             self._tasks.put(None)
+        if not wait_for_busy:
+            threads = [thread for thread in threads if thread not in busy]
         deadline = None if timeout is None else time.monotonic() + timeout
         current = threading.current_thread()
         for thread in threads:
@@ -118,7 +135,7 @@ class WorkerPool:
         # Called with _lock held, for one task about to be queued.
         self._queued += 1
         count = len(self._threads)
-        if self._queued + self._busy <= count or count >= self._max_workers:
+        if self._queued + len(self._busy) <= count or count >= self._max_workers:
             return
         thread = threading.Thread(target=self._work, name=f"{self._name}-{count + 1}", daemon=True)
         self._threads.append(thread)
@@ -126,6 +143,7 @@ class WorkerPool:
 
     def _work(self) -> None:
         self._local.pool = self
+        me = threading.current_thread()
         tasks = self._tasks
         while True:
             task = tasks.get()
@@ -133,16 +151,18 @@ class WorkerPool:
                 return
             with self._lock:
                 self._queued -= 1
-                self._busy += 1
+                self._busy.add(me)
                 closed = self._closed
             if not closed:
                 fn, args = task
                 try:
                     fn(*args)
-                except Exception:
+                except BaseException:  # even SystemExit must not cost the pool a thread
                     logger.exception("task %r failed in %s", fn, self._name)
             with self._lock:
-                self._busy -= 1
+                self._busy.discard(me)
+                if not self._queued and not self._busy:
+                    self._idle.notify_all()
             del task
 
     def _drain_ordered(self) -> None:
@@ -161,5 +181,5 @@ class WorkerPool:
                 fn, args = self._ordered.popleft()
             try:
                 fn(*args)
-            except Exception:
+            except BaseException:
                 logger.exception("task %r failed in %s", fn, self._name)

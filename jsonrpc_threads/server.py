@@ -61,13 +61,12 @@ import contextvars
 import functools
 import logging
 import os
-import queue
 import sys
 import threading
-import time
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Iterator, List, Optional, Set
+from typing import IO, Any, Callable, Iterator, List, Optional
 
+from ._workers import WorkerPool
 from .errors import InternalError, InvalidRequest, JsonRpcError, ParseError, RequestId
 from .messages import (
     ErrorResponse,
@@ -238,77 +237,6 @@ def current_connection() -> ServerConnection:
     return _context("current_connection").connection
 
 
-class _WorkerPool:
-    """Daemon threads fed by one queue, started on demand up to ``max_workers``."""
-
-    def __init__(self, max_workers: int) -> None:
-        self._max_workers = max_workers
-        self._jobs: queue.SimpleQueue[Optional[Callable[[], None]]] = queue.SimpleQueue()
-        # Guards _threads, _busy, _unfinished and _stopping.
-        self._lock = threading.Lock()
-        self._all_done = threading.Condition(self._lock)
-        self._threads: List[threading.Thread] = []
-        self._busy: Set[threading.Thread] = set()
-        self._unfinished = 0  # submitted and not finished (queued or running)
-        self._stopping = False
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            self._unfinished += 1
-            thread = None
-            if self._unfinished > len(self._threads) and len(self._threads) < self._max_workers:
-                thread = threading.Thread(
-                    target=self._work, name=f"jsonrpc-server-worker-{len(self._threads)}", daemon=True
-                )
-                self._threads.append(thread)
-        if thread is not None:
-            thread.start()
-        self._jobs.put(job)
-
-    def _work(self) -> None:
-        me = threading.current_thread()
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            with self._lock:
-                skip = self._stopping
-                if not skip:
-                    self._busy.add(me)
-            try:
-                if not skip:
-                    job()
-            except BaseException:  # a job already handles its errors; this is a last guard
-                logger.exception("server job failed")
-            finally:
-                with self._lock:
-                    self._busy.discard(me)
-                    self._unfinished -= 1
-                    if self._unfinished == 0:
-                        self._all_done.notify_all()
-
-    def wait_idle(self, timeout: Optional[float]) -> bool:
-        """Wait until every submitted job has finished; False on timeout."""
-        with self._all_done:
-            return self._all_done.wait_for(lambda: self._unfinished == 0, timeout)
-
-    def running(self) -> int:
-        with self._lock:
-            return self._unfinished
-
-    def shutdown(self, join_timeout: float) -> None:
-        """Drop queued jobs, stop every thread, and wait (bounded) for the idle ones."""
-        with self._lock:
-            self._stopping = True
-            threads = list(self._threads)
-            idle = [t for t in threads if t not in self._busy]
-        for _ in threads:
-            self._jobs.put(None)
-        deadline = time.monotonic() + join_timeout
-        for thread in idle:
-            thread.join(max(0.0, deadline - time.monotonic()))
-
-
 class _Batch:
     """Collects the answers of one batch; whoever completes it writes the array."""
 
@@ -352,7 +280,7 @@ class _Batch:
 class _Dispatcher:
     """Turns input lines into answers and handler jobs.  Runs on the reader thread."""
 
-    def __init__(self, handler: Handler, connection: ServerConnection, pool: _WorkerPool) -> None:
+    def __init__(self, handler: Handler, connection: ServerConnection, pool: WorkerPool) -> None:
         self._handler = handler
         self._connection = connection
         self._pool = pool
@@ -582,7 +510,7 @@ def serve(
     in_stream: IO[bytes] = sys.stdin.buffer if stdin is None else stdin
     out_stream: IO[bytes] = sys.stdout.buffer if stdout is None else stdout
     connection = ServerConnection(out_stream)
-    pool = _WorkerPool(max_workers)
+    pool = WorkerPool(max_workers, "jsonrpc-server-worker")
     dispatcher = _Dispatcher(handler, connection, pool)
     logging_attached = log_to_stderr and _attach_stderr_logging()
     saved_stdout = None
@@ -607,12 +535,12 @@ def serve(
             if not drained:
                 logger.warning(
                     "end of input: %d handler(s) still running after %ss; returning without them",
-                    pool.running(),
+                    pool.unfinished,
                     drain_timeout,
                 )
     finally:
         connection.close()
-        pool.shutdown(WORKER_JOIN_GRACE_S)
+        pool.shutdown(WORKER_JOIN_GRACE_S, wait_for_busy=False)
         if saved_stdout is not None:
             sys.stdout = saved_stdout
         if own_stdout and connection.broken:

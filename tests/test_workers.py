@@ -107,3 +107,43 @@ def test_shutdown_is_bounded_by_a_stuck_task() -> None:
     for t in threading.enumerate():
         if t.name.startswith("test-pool"):
             t.join(WAIT_S)
+
+
+def test_wait_idle_and_unfinished(pool: WorkerPool) -> None:
+    release = threading.Event()
+    started = threading.Event()
+    pool.submit(lambda: (started.set(), release.wait(WAIT_S)))
+    assert started.wait(WAIT_S)
+    assert pool.unfinished == 1
+    assert not pool.wait_idle(0.05)
+    release.set()
+    assert pool.wait_idle(WAIT_S)
+    assert pool.unfinished == 0
+
+
+def test_shutdown_without_waiting_for_busy_threads_returns_at_once() -> None:
+    pool = WorkerPool(2, "test-pool")
+    release = threading.Event()
+    started = threading.Event()
+    pool.submit(lambda: (started.set(), release.wait(WAIT_S)))
+    assert started.wait(WAIT_S)
+    pool.shutdown(WAIT_S, wait_for_busy=False)  # joins the idle thread only (if any)
+    assert pool.unfinished == 1
+    release.set()
+    for t in threading.enumerate():
+        if t.name.startswith("test-pool"):
+            t.join(WAIT_S)
+
+
+def test_system_exit_in_a_task_does_not_cost_a_thread(pool: WorkerPool) -> None:
+    done = threading.Event()
+
+    def leave() -> None:
+        raise SystemExit(3)
+
+    for _ in range(3):
+        pool.submit(leave)
+    assert pool.wait_idle(WAIT_S)
+    pool.submit(done.set)
+    assert done.wait(WAIT_S)
+    assert all(t.is_alive() for t in pool._threads)
