@@ -304,12 +304,15 @@ def grandchild_then_exit(new_session: bool) -> Callable[[Harness], Any]:
 def grandchild_outlives_child(h: Harness) -> Any:
     h.pids.append(h.call("spawn_grandchild", {"new_session": True}))
     assert h.client is not None
-    h.client.request("exit", {"code": 4}, timeout=None)
+    pending = h.client.request("exit", {"code": 4}, timeout=None)
     pidfd = os.pidfd_open(h.stdio.pid)
     try:  # wait for the child's exit without reaping it (the transport does that)
         assert select.select([pidfd], [], [], WAIT_S)[0], "the child did not exit"
     finally:
         os.close(pidfd)
+    # No timeout, and the grandchild holds stdout: the call fails at the child's exit.
+    error = pending.exception(timeout=stdio_module.EXIT_AFTER_EOF_WAIT_S + stdio_module.STDERR_DRAIN_WAIT_S)
+    assert isinstance(error, TransportClosed) and error.returncode == 4, repr(error)
     h.client.close()
 
 
@@ -351,6 +354,15 @@ def check_closed_stdout(h: Harness, outcome: Outcome) -> None:
     assert isinstance(outcome.error, TransportClosed)
     assert outcome.error.returncode is None  # still running: reported without waiting for an exit
     assert not gone(h.stdio.pid)
+
+
+def check_exit_behind_grandchild(h: Harness, outcome: Outcome) -> None:
+    error_has(
+        returncode=4,
+        stderr_tail__contains="leaving a grandchild behind",
+        message__contains="a process it started still holds its stdout",
+    )(h, outcome)
+    assert not gone(h.pids[-1])  # the grandchild runs until close()
 
 
 def check_flood(h: Harness, outcome: Outcome) -> None:
@@ -569,9 +581,9 @@ MATRIX: List[Scenario] = [
         (STDIO,),
         grandchild_then_exit(False),
         TransportClosed,
-        stdio_module.EXIT_AFTER_EOF_WAIT_S + 2.0,
+        1.0,
         ENDED,
-        known_gap="the child's exit is only seen at EOF, which the grandchild holds back: RequestTimeout",
+        check=check_exit_behind_grandchild,
     ),
     Scenario(
         "grandchild-own-session-then-exit",
@@ -579,9 +591,9 @@ MATRIX: List[Scenario] = [
         (STDIO,),
         grandchild_then_exit(True),
         TransportClosed,
-        stdio_module.EXIT_AFTER_EOF_WAIT_S + 2.0,
+        1.0,
         ENDED,
-        known_gap="the child's exit is only seen at EOF, which the grandchild holds back: RequestTimeout",
+        check=check_exit_behind_grandchild,
     ),
     Scenario(
         "grandchild-own-session-outlives-child",
@@ -591,7 +603,6 @@ MATRIX: List[Scenario] = [
         None,
         CLOSE_MAX_S,
         CLOSED,
-        known_gap="close() no longer finds that grandchild: it survives, and both threads stay blocked on its pipes",
     ),
     Scenario(
         "resets",
@@ -809,8 +820,8 @@ README_INTRO = """\
 What a misbehaving server does to a client, as `tests/test_fault_matrix.py` checks it
 on every transport the fault applies to (`stdio`: a child process; `http`: JSON
 answers; `http-sse`: SSE answers). *Within* is the bound the test puts on the failing
-call, with the short timeouts it sets (0.3 s for a call, 0.5 s for `read_timeout`, a
-3 s call timeout in the *known gap* rows); with your own timeouts, count yours instead.
+call, with the short timeouts it sets (0.3 s for a call, 0.5 s for `read_timeout`, 3 s
+for a call that a dying process must fail sooner); with your own timeouts, count yours instead.
 *Then* says what holds after it: `usable` (the same client answers the next call), `recovers` (once
 the server is back), `ended` (the client is closed; the next call fails at once with
 `TransportClosed`), `open` (not broken, but this peer will never answer), `closed`

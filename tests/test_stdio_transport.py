@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import logging
 import os
 import queue
+import select
 import shlex
 import signal
 import stat
@@ -22,10 +24,12 @@ import psutil
 import pytest
 
 from jsonrpc_threads.errors import MessageTooLarge, RequestId, TransportClosed
+from jsonrpc_threads.transports import stdio as stdio_module
 from jsonrpc_threads.transports.base import Transport
 from jsonrpc_threads.transports.stdio import (
     DEFAULT_ENV_ALLOWLIST,
     EXIT_AFTER_EOF_WAIT_S,
+    STDERR_DRAIN_WAIT_S,
     StdioTransport,
 )
 
@@ -481,18 +485,107 @@ def test_close_reclaims_grandchild_started_at_start(make: Maker) -> None:
     assert gone(grandchild.pid)
 
 
-def test_close_reclaims_grandchild_of_a_child_that_exited(make: Maker) -> None:
+@pytest.fixture(params=["pidfd", "waiter-thread"])
+def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How the child's exit is watched: a pidfd, or (where pidfd_open fails) a thread in wait()."""
+    if request.param == "waiter-thread":
+
+        def no_pidfd(pid: int) -> int:
+            raise OSError(errno.ENOSYS, "pidfd_open not available")
+
+        monkeypatch.setattr(stdio_module, "_PIDFD_OPEN", no_pidfd)
+    elif stdio_module._PIDFD_OPEN is None:
+        pytest.skip("no os.pidfd_open here")
+    return str(request.param)
+
+
+def wait_for_exit_unreaped(pid: int) -> None:
+    """Wait (bounded) for the child's exit without reaping it (the transport does that)."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        assert select.select([pidfd], [], [], WAIT_S)[0], "the child did not exit"
+    finally:
+        os.close(pidfd)
+
+
+@pytest.mark.parametrize("new_session", [False, True], ids=["same-group", "own-session"])
+def test_exit_behind_a_grandchild_holding_stdout_is_reported_at_once(
+    make: Maker, exit_watch: str, new_session: bool
+) -> None:
     transport, sink = make()
-    grandchild = call(transport, sink, 1, "spawn_grandchild", {"new_session": False})
-    transport.send(request_bytes(2, "exit", {"code": 5}))
-    # Wait for the child's exit without reaping it (the transport does that).
-    os.waitid(os.P_PID, transport.pid, os.WEXITED | os.WNOWAIT)
-    # The grandchild, now an orphan, holds stdout open: no end of stream yet.
+    if exit_watch == "waiter-thread":
+        assert f"jsonrpc-stdio-exit[{transport.pid}]" in [t.name for t in threading.enumerate()]
+    grandchild = call(transport, sink, 1, "spawn_grandchild", {"new_session": new_session})
+    started = time.monotonic()
+    transport.send(request_bytes(2, "exit", {"code": 5, "stderr": "my last words"}))
+    # The grandchild holds stdout and stderr open: no EOF; the exit alone ends the stream.
+    error = sink.wait_closed()
+    assert time.monotonic() - started < STDERR_DRAIN_WAIT_S  # no bound was waited out
+    assert error.returncode == 5
+    assert "my last words" in error.stderr_tail
+    assert "exited; a process it started still holds its stdout" in error.message
     assert not gone(grandchild)
-    assert not sink.closed.is_set()
+    with pytest.raises(TransportClosed):
+        transport.send(request_bytes(3, "echo"))
+    started = time.monotonic()
+    transport.close()  # finds the grandchild by its pipes, even in its own session with its parent gone
+    assert time.monotonic() - started < 2.0
+    assert gone(grandchild)
+    assert [t.name for t in threading.enumerate() if f"[{transport.pid}]" in t.name] == []
+    with sink.lock:
+        assert len(sink.closed_errors) == 1
+
+
+def test_output_written_before_the_exit_is_delivered_first(make: Maker, exit_watch: str) -> None:
+    transport, sink = make("--spawn-grandchild-at-start", start=False)
+    transport.send(request_bytes(1, "echo", ["before the exit"]))
+    # Nobody reads stdout yet: wait until the answer is in the pipe, then let the child exit.
+    assert select.select([transport._child.stdout_fd], [], [], WAIT_S)[0]
+    transport.send(request_bytes(2, "exit", {"code": 6}))
+    wait_for_exit_unreaped(transport.pid)
+    # The exit and the answer are both there when reading starts; the answer comes first.
+    transport.start(sink)
+    assert json.loads(sink.next_message()) == {"jsonrpc": "2.0", "id": 1, "result": ["before the exit"]}
+    error = sink.wait_closed()
+    assert error.returncode == 6
+    assert "still holds its stdout" in error.message
+    assert sink.messages.empty()
+    grandchild = int(error.stderr_tail.split("grandchild=")[1].split()[0])
+    assert not gone(grandchild)
     transport.close()
     assert gone(grandchild)
-    assert sink.wait_closed(0).returncode == 5
+
+
+def test_direct_reader_sees_the_exit_behind_a_grandchild(make: Maker, exit_watch: str) -> None:
+    transport, sink = make("--spawn-grandchild-at-start", start=False)
+    transport.send(request_bytes(1, "exit", {"code": 7}))
+    # A caller reading its own answer (no reader thread yet): it returns at the exit, not at its deadline.
+    started = time.monotonic()
+    deadline = started + WAIT_S
+    assert transport.read_directly(lambda: time.monotonic() > deadline, deadline)
+    assert time.monotonic() - started < WAIT_S / 2
+    # The reader thread reports the end the direct reader saw.
+    transport.start(sink)
+    error = sink.wait_closed()
+    assert error.returncode == 7
+    assert "still holds its stdout" in error.message
+    grandchild = int(error.stderr_tail.split("grandchild=")[1].split()[0])
+    transport.close()
+    assert gone(grandchild)
+
+
+def test_close_reclaims_a_grandchild_in_its_own_session_after_the_child_died(make: Maker) -> None:
+    transport, sink = make()
+    grandchild = call(transport, sink, 1, "spawn_grandchild", {"new_session": True})
+    assert psutil.Process(grandchild).ppid() == transport.pid
+    transport.send(request_bytes(2, "exit", {"code": 5}))
+    assert sink.wait_closed().returncode == 5  # reaped: its children can no longer be listed
+    assert psutil.Process(grandchild).ppid() != transport.pid
+    assert os.getpgid(grandchild) != transport.pid  # nor is the grandchild in the child's group
+    started = time.monotonic()
+    transport.close()
+    assert time.monotonic() - started < 2.0
+    assert gone(grandchild)
 
 
 # -- garbage collection and interpreter exit ----------------------------------------------

@@ -21,10 +21,17 @@ command that cannot run fails at once.  Its three standard streams are pipes:
 
 At end of stream the reader waits briefly for the child to exit and for the
 stderr drain to finish, so the :class:`TransportClosed` it reports carries the
-exit code and the child's last words.  :meth:`StdioTransport.close` reclaims
+exit code and the child's last words.  Where pipes can be polled, the child's
+exit is watched as well as stdout (a pidfd on Linux, else a thread blocked in
+``wait()`` that writes to a self-pipe): a child that exits while a process it
+started still holds stdout ends the stream too, once what stdout already holds
+was read (bounded by :data:`EXIT_AFTER_EOF_WAIT_S`).  :meth:`StdioTransport.close` reclaims
 the whole process tree: close stdin, wait, terminate every process of the tree
-(collected before anything is signalled), wait, kill what is left, reap.  Every
-wait is bounded by a named constant below.
+(collected before anything is signalled), wait, kill what is left, reap.  The
+tree is the child's descendants, what is left in its process group, and (on
+Linux) every process that holds one of its pipes, found in ``/proc/*/fd``: a
+grandchild in its own session is found even after the child died.  Every wait
+is bounded by a named constant below.
 
 The threads and the finalizer work on a private :class:`_Child` object that
 never refers to the transport, so a transport that is dropped without
@@ -169,6 +176,13 @@ _POLL_MAX_S = 0.05
 _LABEL_MAX_CHARS = 60
 
 _POSIX = os.name == "posix"
+#: ``os.pidfd_open`` where the platform has it (Linux); tests set it to None to use the fallback.
+_PIDFD_OPEN: Optional[Callable[[int], int]] = getattr(os, "pidfd_open", None)
+#: Where processes' open files can be listed (Linux): close() finds who holds the child's pipes.
+_PROC_FD_DIR = "/proc/self/fd"
+#: End of stdout when the child exited but another process still holds the pipe open.
+_HELD_REASON = "exited; a process it started still holds its stdout"
+_CLOSED_STDOUT = "closed its stdout"
 
 #: The head of a response: ``{"jsonrpc": "2.0", "id": ID, "result"|"error"``
 #: (``jsonrpc`` before or after ``id``).  Used only for a line over the size
@@ -226,10 +240,23 @@ class _Child:
         self.discarding = False  # inside a line over the limit: drop bytes until its newline
         self.discard_head = b""
         self.discard_total = 0
+        self.full_read = False  # the last read filled the buffer: read again before polling
+        # The pipes' inodes, to find at close() every process that holds one of them.
+        self.pipe_inodes = frozenset(os.fstat(f.fileno()).st_ino for f in (popen.stdin, popen.stdout, popen.stderr))
+        self.stderr: IO[bytes] = popen.stderr
+        # exit_fd is readable once the child exited: a pidfd, or the read end of a
+        # self-pipe that exit_waiter writes to once wait() returned.  Never read.
+        self.exit_fd: Optional[int] = None
+        self.exit_signal_fd: Optional[int] = None  # the self-pipe's write end, closed by exit_waiter
+        self.exit_waiter: Optional[threading.Thread] = None
         self.poller = select.poll() if _DIRECT_READS else None
         if self.poller is not None:
+            self.exit_fd = exit_fd = self._watch_exit()
+            os.set_blocking(self.stdout_fd, False)
+            os.set_blocking(self.stderr.fileno(), False)
+            # Registration order is the order of poll()'s answer: stdout first, the exit last.
             self.poller.register(self.stdout_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        self.stderr: IO[bytes] = popen.stderr
+            self.poller.register(exit_fd, select.POLLIN)
         try:
             self.create_time: Optional[float] = psutil.Process(self.pid).create_time()
         except psutil.Error:
@@ -245,7 +272,8 @@ class _Child:
         self.sink_ref: SinkRef = _no_sink
         self.reader: Optional[threading.Thread] = None
         self.closed_event = threading.Event()
-        # read_cond guards read_owner, park_until, parked and read_end: the read baton.
+        # read_cond guards read_owner, park_until, parked and read_end: the read baton;
+        # and reader_done, exit_fd_unused and the closing of exit_fd.
         # Whoever holds the baton (the reader thread, or a caller in read_directly)
         # is the only one reading stdout and splitting it into lines.
         # Re-entrant for the same reason as lock (a finalizer may close from any thread).
@@ -254,6 +282,8 @@ class _Child:
         self.park_until = 0.0  # the reader thread steps aside until then when nothing is pending
         self.parked = False  # the reader thread waits in read_cond (resume_reader must wake it)
         self.read_end: Optional[str] = None  # a caller saw the end of the stream: why
+        self.reader_done = False  # the reader thread no longer polls exit_fd
+        self.exit_fd_unused = False  # finish() is done with exit_fd: the reader thread closes it
         # write_lock guards stdin and stdin_closed; held for the whole of one write.
         self.write_lock = threading.Lock()
         self.stdin_closed = False
@@ -261,9 +291,46 @@ class _Child:
         self.tail_lock = threading.Lock()
         self.tail = bytearray()
         self.tail_trimmed = False
+        # Set once the stderr drain has read what the pipe held when the child exited (or ended).
+        self.stderr_caught_up = threading.Event()
+        self.stderr_pending = b""  # the start of a stderr line not logged yet (stderr thread only)
+        self.reclaimed = False  # close() has reclaimed what it could: threads stop waiting for EOF
         self.stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"jsonrpc-stdio-stderr[{self.pid}]", daemon=True
         )
+
+    def _watch_exit(self) -> int:
+        """A file descriptor that becomes readable when the child exits."""
+        if _PIDFD_OPEN is not None:
+            try:
+                # Safe from pid reuse: the child is ours and not reaped yet.
+                return _PIDFD_OPEN(self.pid)
+            except OSError as exc:  # an old kernel, or a sandbox that forbids it
+                _log.debug("[%s pid %d] pidfd_open failed (%r): a thread waits for the exit", self.label, self.pid, exc)
+        exit_fd, self.exit_signal_fd = os.pipe()
+        self.exit_waiter = threading.Thread(
+            target=self._wait_for_exit, name=f"jsonrpc-stdio-exit[{self.pid}]", daemon=True
+        )
+        return exit_fd
+
+    def _wait_for_exit(self) -> None:
+        """The fallback exit watch: reap the child, then make exit_fd readable (for good)."""
+        signal_fd = self.exit_signal_fd
+        assert signal_fd is not None
+        try:
+            self.popen.wait()
+        except Exception:
+            _log.debug("[%s pid %d] waiting for the exit failed", self.label, self.pid, exc_info=True)
+        finally:
+            try:
+                os.write(signal_fd, b"x")
+            finally:
+                os.close(signal_fd)
+
+    def start_threads(self) -> None:
+        self.stderr_thread.start()
+        if self.exit_waiter is not None:
+            self.exit_waiter.start()
 
     # -- writing -----------------------------------------------------------
 
@@ -298,7 +365,7 @@ class _Child:
     # -- reading -----------------------------------------------------------
 
     def read_loop(self) -> None:
-        reason = "closed its stdout"
+        reason = _CLOSED_STDOUT
         try:
             ended = self._pump()
             if ended is not None:
@@ -312,6 +379,11 @@ class _Child:
                 self.stdout.close()
             except OSError:
                 pass
+            with self.read_cond:
+                self.reader_done = True
+                release = self.exit_fd_unused
+            if release:
+                self.release_exit_fd()
         with self.lock:
             self.ended = True
             if self.closing:
@@ -339,12 +411,23 @@ class _Child:
                 self.parked = False
                 self.read_owner = _READER
             try:
-                more = self._read_chunk()
+                ended = self._read_next()
             finally:
                 with cond:
                     self.read_owner = None
-            if not more:
-                return None
+            if ended is not None:
+                return ended
+
+    def _read_next(self) -> Optional[str]:
+        """The reader thread: wait for data or the child's exit, deliver one chunk; the end's reason, if it ended."""
+        poller = self.poller
+        if poller is None:  # pipes cannot be polled: a blocking read, EOF is the only end seen
+            return None if self._read_chunk() else _CLOSED_STDOUT
+        if not self.full_read:  # the pipe is most likely empty: wait first
+            events = poller.poll()
+            if events[-1][0] != self.stdout_fd:
+                return self._drain_after_exit()
+        return None if self._read_chunk() else _CLOSED_STDOUT
 
     def _reader_needed(self) -> bool:
         """True unless every request is answered (then callers may read themselves)."""
@@ -369,6 +452,7 @@ class _Child:
         ended: Optional[str] = None
         try:
             poll = poller.poll
+            stdout_fd = self.stdout_fd
             while not done():
                 if self.closing:
                     break  # the reader thread drains the stream to its end
@@ -376,10 +460,14 @@ class _Child:
                     slice_ms = _POLL_SLICE_MS
                 else:
                     slice_ms = min(_POLL_SLICE_MS, max(1, math.ceil((deadline - time.monotonic()) * 1000.0)))
-                if not poll(slice_ms):
+                events = poll(slice_ms)
+                if not events:
                     continue
+                if events[-1][0] != stdout_fd:  # the child exited
+                    ended = self._drain_after_exit()
+                    break
                 if not self._read_chunk():
-                    ended = "closed its stdout"
+                    ended = _CLOSED_STDOUT
                     break
         except Exception as exc:  # a read error ends the stream, as in the reader thread
             ended = f"could not be read: {exc!r}"
@@ -391,7 +479,9 @@ class _Child:
                 self.park_until = time.monotonic() + READER_PARK_S
                 if ended is not None:
                     self.read_end = ended
-                if self.parked and (ended is not None or self.closing):
+                if self.closing:
+                    cond.notify_all()  # the reader thread, and finish() waiting to close exit_fd
+                elif self.parked and ended is not None:
                     cond.notify()
         return True
 
@@ -403,15 +493,43 @@ class _Child:
                 self.read_cond.notify()
 
     def _read_chunk(self) -> bool:
-        """Read what the pipe holds (blocking until there is something) and deliver it; False at EOF."""
+        """Read what the pipe holds and deliver it; False at EOF.
+
+        Blocks until there is something where pipes cannot be polled; elsewhere
+        stdout is non-blocking and an empty pipe reads nothing.
+        """
         # Into a buffer kept for the purpose: a fresh 256 KiB bytes object per
         # read would be mapped and unmapped by malloc every time (page faults).
         count = self.stdout.readinto(self.read_view)  # type: ignore[attr-defined]
+        if count is None:  # nothing yet (non-blocking)
+            self.full_read = False
+            return True
         if not count:
             self._at_eof()
             return False
+        self.full_read = count == len(self.read_view)
         self._feed(self.read_view[:count].tobytes())
         return True
+
+    def _drain_after_exit(self) -> str:
+        """The child exited: deliver what stdout already holds (bounded), then end the stream.
+
+        Everything the child wrote is in the pipe by now (a process's files are
+        closed before its exit can be seen).  At EOF the stream ends as usual;
+        otherwise another process still holds the pipe, and what it writes later
+        is not waited for.
+        """
+        deadline = time.monotonic() + EXIT_AFTER_EOF_WAIT_S
+        while time.monotonic() < deadline:
+            count = self.stdout.readinto(self.read_view)  # type: ignore[attr-defined]
+            if count is None:
+                break
+            if not count:
+                self._at_eof()
+                return _CLOSED_STDOUT
+            self._feed(self.read_view[:count].tobytes())
+        self._at_eof()
+        return _HELD_REASON
 
     def _feed(self, data: bytes) -> None:
         """Deliver every complete line in ``data`` (after what was left of the previous chunk)."""
@@ -508,9 +626,10 @@ class _Child:
         except subprocess.TimeoutExpired:
             pass
         returncode = self.popen.returncode
-        if returncode is not None and self.stderr_thread is not threading.current_thread():
-            self.stderr_thread.join(STDERR_DRAIN_WAIT_S)
-        if returncode is None:
+        if returncode is not None and self.stderr_thread.ident is not None:
+            # The drain has read what stderr held at the exit (or ended): the last words are in the tail.
+            self.stderr_caught_up.wait(STDERR_DRAIN_WAIT_S)
+        if returncode is None or reason == _HELD_REASON:
             message = f"{self.label} (pid {self.pid}) {reason}"
         else:
             message = f"{self.label} (pid {self.pid}) exited"
@@ -519,32 +638,83 @@ class _Child:
     # -- stderr ------------------------------------------------------------
 
     def _drain_stderr(self) -> None:
-        read = self.stderr.read
-        limit = self.stderr_tail_bytes
-        pending = b""
         try:
-            while True:
-                chunk = read(_STDERR_CHUNK_BYTES)
-                if not chunk:
-                    break
-                if limit > 0:
-                    with self.tail_lock:
-                        self.tail += chunk
-                        if len(self.tail) > 2 * limit:
-                            del self.tail[: len(self.tail) - limit]
-                            self.tail_trimmed = True
-                if _log.isEnabledFor(self.stderr_log_level):
-                    pending = self._log_lines(pending + chunk)
+            if self.poller is None:
+                self._drain_stderr_blocking()
+            else:
+                self._drain_stderr_polling()
         except (OSError, ValueError) as exc:
             if not self.closing:
                 _log.warning("[%s pid %d] stderr could not be read: %r", self.label, self.pid, exc)
         finally:
-            if pending:
-                self._log_line(pending)
+            if self.stderr_pending:
+                self._log_line(self.stderr_pending)
+            self.stderr_caught_up.set()
             try:
                 self.stderr.close()
             except OSError:
                 pass
+
+    def _drain_stderr_blocking(self) -> None:
+        read = self.stderr.read
+        while True:
+            chunk = read(_STDERR_CHUNK_BYTES)
+            if not chunk:
+                return
+            self._stderr_chunk(chunk)
+
+    def _drain_stderr_polling(self) -> None:
+        """Read stderr (non-blocking) until EOF; once the child exited, until close() reclaimed the rest.
+
+        A process the child started may hold stderr open after the child's
+        exit: what stderr held at the exit is read at once (bounded) for the
+        report, what that process writes later is still logged, and once
+        ``close()`` has reclaimed what it could, a quiet pipe ends the drain.
+        """
+        read = self.stderr.read
+        stderr_fd = self.stderr.fileno()
+        exit_fd = self.exit_fd
+        poller = select.poll()
+        poller.register(stderr_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        if exit_fd is not None:
+            poller.register(exit_fd, select.POLLIN)
+        exited = False
+        while True:
+            events = poller.poll(_POLL_SLICE_MS if exited else None)
+            if not events:
+                if self.reclaimed:
+                    return
+                continue
+            if not exited and events[-1][0] == exit_fd:
+                exited = True
+                poller.unregister(exit_fd)
+                deadline = time.monotonic() + STDERR_DRAIN_WAIT_S
+                while time.monotonic() < deadline:
+                    chunk = read(_STDERR_CHUNK_BYTES)
+                    if chunk is None:
+                        break
+                    if not chunk:
+                        return
+                    self._stderr_chunk(chunk)
+                self.stderr_caught_up.set()
+                continue
+            chunk = read(_STDERR_CHUNK_BYTES)
+            if chunk is None:
+                continue
+            if not chunk:
+                return
+            self._stderr_chunk(chunk)
+
+    def _stderr_chunk(self, chunk: bytes) -> None:
+        limit = self.stderr_tail_bytes
+        if limit > 0:
+            with self.tail_lock:
+                self.tail += chunk
+                if len(self.tail) > 2 * limit:
+                    del self.tail[: len(self.tail) - limit]
+                    self.tail_trimmed = True
+        if _log.isEnabledFor(self.stderr_log_level):
+            self.stderr_pending = self._log_lines(self.stderr_pending + chunk)
 
     def _log_lines(self, data: bytes) -> bytes:
         *lines, rest = data.split(b"\n")
@@ -626,7 +796,7 @@ class _Child:
         me = threading.current_thread()
         with self.lock:
             reader = self.reader
-        for thread in (reader, self.stderr_thread):
+        for thread in (reader, self.stderr_thread, self.exit_waiter):
             if thread is not None and thread is not me and thread.ident is not None:
                 thread.join(max(0.0, join_deadline - time.monotonic()))
                 if thread.is_alive():
@@ -638,6 +808,27 @@ class _Child:
             self.stdout.close()
         if self.stderr_thread.ident is None:
             self.stderr.close()
+        if self.exit_waiter is not None and self.exit_waiter.ident is None and self.exit_signal_fd is not None:
+            os.close(self.exit_signal_fd)
+        self._close_exit_fd(join_deadline, stderr_ended=not self.stderr_thread.is_alive())
+
+    def _close_exit_fd(self, deadline: float, *, stderr_ended: bool) -> None:
+        """Close exit_fd once nobody polls it: a caller in read_directly sees ``closing`` within a poll slice."""
+        with self.read_cond:
+            while self.read_owner == _DIRECT and self.read_cond.wait(max(0.0, deadline - time.monotonic())):
+                pass
+            if self.read_owner == _DIRECT or not stderr_ended:
+                return  # left open rather than closed under a poll (warned about above)
+            if self.reader is not None and not self.reader_done:
+                self.exit_fd_unused = True  # the reader thread (closing from a sink callback) closes it
+                return
+        self.release_exit_fd()
+
+    def release_exit_fd(self) -> None:
+        with self.read_cond:
+            exit_fd, self.exit_fd = self.exit_fd, None
+        if exit_fd is not None:
+            os.close(exit_fd)
 
     def collect_tree(self) -> Dict[int, psutil.Process]:
         """Every descendant of the child, plus what is left in its process group."""
@@ -650,6 +841,11 @@ class _Child:
                 pass
         if self.new_session:
             for proc in _group_members(self.pid, self.create_time):
+                found.setdefault(proc.pid, proc)
+        # Whoever still holds a pipe: a grandchild in its own session is neither
+        # a descendant (once its parent died) nor in the group.
+        for proc in _pipe_holders(self.pipe_inodes, self.create_time):
+            if proc.pid != self.pid:
                 found.setdefault(proc.pid, proc)
         return found
 
@@ -676,6 +872,48 @@ def _group_members(pgid: int, not_before: Optional[float]) -> List[psutil.Proces
             continue
         members.append(proc)
     return members
+
+
+def _pipe_holders(inodes: Iterable[int], not_before: Optional[float]) -> List[psutil.Process]:
+    """Other processes (started since ``not_before``) holding an end of one of these pipes (Linux).
+
+    Reads ``/proc/<pid>/fd`` of every process we may look at: a few
+    milliseconds, done only at ``close()``.  A pipe's inode number is not
+    reused while any end of it is open, and a holder must have been started
+    after the child, which rules out an unrelated process.
+    """
+    holders: List[psutil.Process] = []
+    if not os.path.isdir(_PROC_FD_DIR):
+        return holders
+    targets = {f"pipe:[{inode}]" for inode in inodes}
+    me = str(os.getpid())
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return holders
+    readlink = os.readlink
+    for name in names:
+        if not name.isdigit() or name == me:
+            continue
+        fd_dir = f"/proc/{name}/fd/"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:  # gone, or not ours to look at
+            continue
+        for fd in fds:
+            try:
+                if readlink(fd_dir + fd) not in targets:
+                    continue
+            except OSError:
+                continue
+            try:
+                proc = psutil.Process(int(name))
+                if not_before is None or proc.create_time() >= not_before:
+                    holders.append(proc)
+            except psutil.Error:
+                pass
+            break
+    return holders
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -739,6 +977,14 @@ def _wait_gone(children: Sequence[_Child], trees: Mapping[_Child, Dict[int, psut
 
 def _reclaim(children: Sequence[_Child], *, stdin_grace: float, terminate_grace: float) -> None:
     """End the children and their trees: stdin EOF, then SIGTERM, then SIGKILL, then reap."""
+    try:
+        _reclaim_trees(children, stdin_grace=stdin_grace, terminate_grace=terminate_grace)
+    finally:
+        for child in children:
+            child.reclaimed = True  # a stderr drain that waits on a survivor's pipe stops
+
+
+def _reclaim_trees(children: Sequence[_Child], *, stdin_grace: float, terminate_grace: float) -> None:
     # Collect the trees before signalling anything: a child that exits orphans
     # its descendants, which are then no longer found as its children.
     trees = {child: child.collect_tree() for child in children}
@@ -900,18 +1146,26 @@ class StdioTransport:
             )
         except (OSError, ValueError) as exc:
             raise TransportClosed(f"Cannot start {shlex.join(argv)!r}: {exc}") from exc
-        child = _Child(
-            popen,
-            self.label,
-            max_line_bytes=max_line_bytes,
-            stderr_tail_bytes=max(0, stderr_tail_bytes),
-            stderr_log_level=stderr_log_level,
-            new_session=_POSIX,
-        )
+        try:
+            child = _Child(
+                popen,
+                self.label,
+                max_line_bytes=max_line_bytes,
+                stderr_tail_bytes=max(0, stderr_tail_bytes),
+                stderr_log_level=stderr_log_level,
+                new_session=_POSIX,
+            )
+        except BaseException:  # e.g. out of file descriptors for the exit watch
+            popen.kill()
+            popen.wait()
+            for pipe in (popen.stdin, popen.stdout, popen.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise
         self._child = child
         self._sink: Optional[MessageSink] = None
         try:
-            child.stderr_thread.start()
+            child.start_threads()
         except BaseException:
             child.close(notify=False)
             raise
