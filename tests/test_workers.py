@@ -62,12 +62,13 @@ def test_ordered_backlog_holds_until_the_last_ordered_task_finished(pool: Worker
 
 
 def test_in_ordered_task_is_true_only_inside_ordered_tasks(pool: WorkerPool) -> None:
-    observed: List[bool] = []
-    done = threading.Event()
-    pool.submit_ordered(lambda: observed.append(pool.in_ordered_task()))
-    pool.submit(lambda: (observed.append(pool.in_ordered_task()), done.set()))
-    assert done.wait(WAIT_S)
-    assert sorted(observed) == [False, True]
+    inside: List[bool] = []
+    outside: List[bool] = []
+    ordered_done, plain_done = threading.Event(), threading.Event()
+    pool.submit_ordered(lambda: (inside.append(pool.in_ordered_task()), ordered_done.set()))
+    pool.submit(lambda: (outside.append(pool.in_ordered_task()), plain_done.set()))
+    assert ordered_done.wait(WAIT_S) and plain_done.wait(WAIT_S)
+    assert (inside, outside) == ([True], [False])
     assert not pool.in_ordered_task()
 
 
