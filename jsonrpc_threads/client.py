@@ -5,9 +5,10 @@ Theory of operation.  Each request gets a fresh integer id and a
 client's one lock) *before* its bytes are written.  From then on, whichever
 thread pops the id from the map settles the future, exactly once:
 
-- the transport's reader thread, when the response arrives (or, over stdio,
-  the thread blocked in ``call()``, which reads the answer itself when no other
-  thread is reading: no hand-off between threads on the fast path);
+- the transport's reader thread, when the response arrives (or the thread
+  blocked in ``call()``, which reads the answer itself: over stdio when no other
+  thread is reading, over HTTP by carrying the whole exchange on its own thread,
+  bounded by the deadline; no hand-off between threads on the fast path);
 - the timer thread, when the deadline passes (:class:`RequestTimeout`);
 - the thread that calls ``Future.cancel()`` (the request is withdrawn);
 - the sending thread, when the write fails;
@@ -301,6 +302,10 @@ class JsonRpcClient:
             transport, "read_directly", None
         )
         self._resume_reader: Optional[Callable[[], None]] = getattr(transport, "resume_reader", None)
+        # The optional fast path of transports that can run a whole exchange on the caller's thread.
+        self._exchange_directly: Optional[Callable[[bytes, Sequence[RequestId], Optional[float]], bool]] = getattr(
+            transport, "exchange_directly", None
+        )
         try:
             transport.start(self)
         except BaseException:
@@ -361,6 +366,12 @@ class JsonRpcClient:
                 free again, the peer may still be working.
             TransportClosed: the transport went away (or the client is closed).
         """
+        exchange = self._exchange_directly
+        if exchange is not None:
+            # Fast path: the transport carries the request and reads its answer on
+            # this thread, bounded by the deadline (no hand-off to a transport thread).
+            request_id, entry = self._start_request(method, params, timeout, waiter=True, exchange=exchange)
+            return cast(_CallWaiter, entry.future).result()
         read = self._read_directly
         if read is None:
             return self.request(method, params, timeout=timeout).result()
@@ -530,11 +541,18 @@ class JsonRpcClient:
         return timeout
 
     def _start_request(
-        self, method: str, params: messages.Params, timeout: Timeout, *, waiter: bool = False
+        self,
+        method: str,
+        params: messages.Params,
+        timeout: Timeout,
+        *,
+        waiter: bool = False,
+        exchange: Optional[Callable[[bytes, Sequence[RequestId], Optional[float]], bool]] = None,
     ) -> Tuple[RequestId, _Pending]:
         """Register, arm the deadline and send one request; its future settles later.
 
         ``waiter``: the request belongs to a ``call()``, whose future nobody else sees.
+        ``exchange``: the transport's ``exchange_directly``, tried before ``send``.
         """
         resolved = self._resolve_timeout(timeout)
         request_id: RequestId
@@ -550,10 +568,32 @@ class JsonRpcClient:
             if self._closed_error is not None:
                 raise self._closed_error
             self._pending[request_id] = entry
+        timer = None
         if resolved is not None:
-            entry.timer = self._scheduler.call_later(resolved, self._expire, request_id)
+            timer = entry.timer = self._scheduler.call_later(resolved, self._expire, request_id)
+        if exchange is not None and self._exchange_tracked(
+            exchange, data, request_id, None if timer is None else timer.deadline
+        ):
+            return request_id, entry
         self._send_tracked(data, (request_id,))
         return request_id, entry
+
+    def _exchange_tracked(
+        self,
+        exchange: Callable[[bytes, Sequence[RequestId], Optional[float]], bool],
+        data: bytes,
+        request_id: RequestId,
+        deadline: Optional[float],
+    ) -> bool:
+        """Run ``exchange_directly``; False when the transport declined (then ``send``)."""
+        request_ids = (request_id,)
+        try:
+            return exchange(data, request_ids, deadline)
+        except JsonRpcError as exc:
+            self.requests_failed(request_ids, exc)
+        except (OSError, ValueError) as exc:
+            self.requests_failed(request_ids, TransportClosed(f"write failed: {exc}"))
+        return True
 
     def _send_tracked(self, data: bytes, request_ids: Sequence[RequestId]) -> None:
         try:

@@ -527,6 +527,130 @@ def test_read_timeout_is_http_connection_error(peer: HttpPeer) -> None:
         assert "timed out" in info.value.message
 
 
+# -- call() on the calling thread (exchange_directly) -------------------------------------
+
+#: How late a call to a stalled server may end after its deadline (timer lateness, scheduling).
+DEADLINE_SLACK_S = 0.5
+_STALL_JSON = '{"jsonrpc": "2.0", "id": {id}, "result": '
+_STALL_SSE = 'data: {"jsonrpc": "2.0", "id": {id}, "result": "never dispatched"}\n'
+
+
+def _http_pool_threads() -> List[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("jsonrpc-http[")]
+
+
+@pytest.mark.parametrize("modes", [(), ("sse",)], ids=["json", "sse"])
+def test_call_runs_on_the_calling_thread(peer: HttpPeer, modes: Tuple[str, ...]) -> None:
+    with make_client(peer.url_with(*modes)) as client:
+        seen: List[Any] = []
+        client.on_notification("progress", seen.append)
+        assert client.call("notify", {"method": "progress", "params": {"step": 1}, "count": 3}) == 3
+        assert client.call("echo", ["here"]) == ["here"]
+        assert _http_pool_threads() == []  # nothing was handed to the pool
+        if modes:
+            assert seen == [{"step": 1}] * 3  # delivered before call() returned
+        assert client.request("echo", ["pool"]).result(WAIT_S) == ["pool"]  # request() still uses it
+        assert _http_pool_threads() != []
+
+
+@pytest.mark.parametrize("kind", ["json", "sse"])
+@pytest.mark.parametrize("stall", ["no-answer", "mid-body"])
+def test_call_to_a_stalled_server_ends_at_its_deadline(peer: HttpPeer, kind: str, stall: str) -> None:
+    # read_timeout stays at its default (300 s): only the call's deadline frees the caller.
+    with make_client(peer.url_with("sse") if kind == "sse" else peer.url) as client:
+        if stall == "no-answer":
+            method, params = "never", None
+        else:
+            method = "raw_answer"
+            params = {
+                "chunks": [_STALL_SSE if kind == "sse" else _STALL_JSON],
+                "content_type": "text/event-stream" if kind == "sse" else "application/json",
+                "then": "stall",
+            }
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            client.call(method, params, timeout=0.3)
+        assert time.monotonic() - started < 0.3 + DEADLINE_SLACK_S
+        assert client.call("echo", ["usable"]) == ["usable"]
+
+
+def test_call_waiting_to_resume_ends_at_its_deadline(peer: HttpPeer) -> None:
+    # The stream is cut before the response and asks for 3 s before resuming.
+    with make_client(peer.url_with("sse", "priming", "cut", retry=3000)) as client:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            client.call("echo", ["late"], timeout=0.3)
+        assert time.monotonic() - started < 0.3 + DEADLINE_SLACK_S
+
+
+def test_close_interrupts_a_call_reading_on_its_own_thread(peer: HttpPeer) -> None:
+    client = make_client(peer.url_with("sse"))
+    outcome: queue.Queue[BaseException] = queue.Queue()
+
+    def caller() -> None:
+        try:
+            client.call("never", timeout=None)
+        except BaseException as exc:
+            outcome.put(exc)
+
+    thread = threading.Thread(target=caller, name="inline-caller")
+    thread.start()
+    try:
+        assert peer.wait_for(lambda: len(peer.records_for("never")) == 1)
+        assert _http_pool_threads() == []
+    finally:
+        started = time.monotonic()
+        client.close()
+        elapsed = time.monotonic() - started
+        thread.join(WAIT_S)
+    assert elapsed < 1.5
+    assert not thread.is_alive()
+    assert isinstance(outcome.get_nowait(), TransportClosed)
+
+
+def test_more_callers_than_max_workers_fall_back_to_the_pool(peer: HttpPeer) -> None:
+    with make_client(peer.url, max_workers=2) as client:
+        results: queue.Queue[Any] = queue.Queue()
+        threads = [
+            threading.Thread(target=lambda i=i: results.put(client.call("block", {"gate": "many", "result": i})))
+            for i in range(5)
+        ]
+        for thread in threads:
+            thread.start()
+        assert peer.wait_for(lambda: len(peer.records_for("block")) == 4)  # 2 direct + 2 pool threads
+        peer.open_gate("many")
+        for thread in threads:
+            thread.join(WAIT_S)
+        assert sorted(results.get_nowait() for _ in range(5)) == [0, 1, 2, 3, 4]
+
+
+# -- the environment (proxies), read once ----------------------------------------------------
+
+
+def test_proxy_from_the_environment_is_used(peer: HttpPeer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = peer.url.rsplit("/", 1)[0]  # the peer plays the proxy: it serves the absolute-form target
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    monkeypatch.setenv("http_proxy", proxy)
+    with make_client("http://mcp.example.invalid/mcp") as client:
+        monkeypatch.setenv("NO_PROXY", "*")  # read once, when the transport was made
+        monkeypatch.setenv("no_proxy", "*")
+        assert client.call("echo", ["via proxy"]) == ["via proxy"]
+        assert client.request("echo", ["pool"]).result(WAIT_S) == ["pool"]
+    hosts = {record.headers.get("host") for record in peer.records_for("echo")}
+    assert hosts == {"mcp.example.invalid"}
+
+
+def test_no_proxy_from_the_environment_is_honoured(peer: HttpPeer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    with make_client(peer.url) as client:
+        assert client.call("echo", ["direct"]) == ["direct"]
+
+
 @pytest.mark.parametrize("modes", [(), ("sse",)], ids=["json", "sse"])
 def test_close_fails_pending_requests_at_once(peer: HttpPeer, modes: Tuple[str, ...]) -> None:
     client = make_client(peer.url_with(*modes))

@@ -16,6 +16,23 @@ the :class:`MessageSink` the client gave it in :meth:`Transport.start`:
 
 Sink methods are called from the transport's own threads and return quickly;
 they never block on the transport.
+
+Optional fast paths.  Beyond the required surface below, a transport may offer
+methods that :class:`~jsonrpc_threads.client.JsonRpcClient` uses when present,
+so that a blocking ``call()`` needs no hand-off between threads:
+
+- ``read_directly(done, deadline) -> bool`` and ``resume_reader()`` (stdio): the
+  caller reads the stream itself until its answer is in, when no other thread
+  is reading; the sink's optional ``has_pending()`` tells the reader thread
+  when it may step aside;
+- ``exchange_directly(data, request_ids, deadline) -> bool`` (HTTP): the caller
+  carries the whole exchange of a message with requests on its own thread,
+  as ``send(data, request_ids)`` would on a transport thread, with the same
+  sink calls; no read outlasts ``deadline`` (then the exchange is abandoned
+  unreported, for the client's timer to fail it).  ``False`` means declined,
+  nothing sent: the client falls back to ``send``.
+
+``deadline`` is on the :func:`time.monotonic` clock, ``None`` for no deadline.
 """
 
 from __future__ import annotations

@@ -14,10 +14,17 @@ what the messages mean (it never reads a method name):
 A POST that carries requests runs on a small pool of daemon threads, so many
 are in flight at once and a slow answer never holds back a fast one; ``send``
 returns at once and failures come back through ``sink.requests_failed`` for
-exactly those ids.  A POST without requests (a notification, or our answer to
-a server request) runs on the caller's thread: ``send`` returns once the server
-accepted it, so ``notifications/initialized`` is on the server before the
-first request that follows it.
+exactly those ids.  A blocking call skips the pool: ``exchange_directly`` runs
+the same exchange on the caller's thread (no hand-off to a pool thread and
+back), with every socket read bounded by the call's deadline, so a stalled
+server frees the caller when its call times out.  A POST without requests (a
+notification, or our answer to a server request) runs on the caller's thread:
+``send`` returns once the server accepted it, so ``notifications/initialized``
+is on the server before the first request that follows it.
+
+Environment.  ``requests`` reads proxies, CA bundle variables and ``~/.netrc``
+on every request; this transport reads them once, when it is made (the URL
+never changes), which is a fifth of a local round trip saved.
 
 Framing-level bookkeeping.  To know whether an SSE stream broke before it
 delivered the responses it owes, each event's JSON is peeked at for an ``id``
@@ -51,6 +58,7 @@ from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
+import requests.utils
 import sseclient
 import urllib3
 import urllib3.exceptions
@@ -68,7 +76,7 @@ from ..errors import (
     TransportClosed,
     error_from_response,
 )
-from ..messages import is_valid_id
+from ..messages import decode, is_valid_id
 from .base import MessageSink
 
 logger = logging.getLogger(__name__)
@@ -252,6 +260,30 @@ class _TrackingAdapter(requests.adapters.HTTPAdapter):
         return manager
 
 
+def _settle_environment(
+    session: requests.Session, url: str, auth: Optional[requests.auth.AuthBase], verify: Union[bool, str]
+) -> None:
+    """Read what ``requests`` takes from the environment once, for this URL, and stop it reading more.
+
+    With ``trust_env`` on, ``requests`` looks up proxies (walking ``os.environ``
+    twice), the CA bundle variables and ``~/.netrc`` on every request: a
+    fifth of a local round trip.  The URL never changes, so the same lookups
+    made here give the same settings: proxies from ``HTTP(S)_PROXY`` /
+    ``ALL_PROXY`` unless ``NO_PROXY`` exempts the host, ``REQUESTS_CA_BUNDLE``
+    or ``CURL_CA_BUNDLE`` when ``verify`` is True, and ``.netrc`` credentials
+    when no ``auth`` is given.
+    """
+    session.auth = auth
+    settings = session.merge_environment_settings(url, {}, None, verify, None)
+    if auth is None:
+        netrc_auth = requests.utils.get_netrc_auth(url)
+        if netrc_auth:
+            session.auth = netrc_auth
+    session.trust_env = False
+    session.proxies = settings["proxies"]
+    session.verify = settings["verify"]
+
+
 # -- SSE ----------------------------------------------------------------------------
 
 
@@ -356,27 +388,52 @@ class _SseReader(sseclient.SSEClient):
             yield event
 
 
-def _body_chunks(response: requests.Response) -> Iterator[bytes]:
-    """The body as it arrives (never waiting for a full buffer or the end)."""
+def _body_chunks(response: requests.Response, state: Optional[_StreamState] = None) -> Iterator[bytes]:
+    """The body as it arrives (never waiting for a full buffer or the end).
+
+    With the ``state`` of an exchange that has a deadline, every socket read is
+    bounded by the time left (see :meth:`_StreamState.bound_next_read`).
+    """
     raw = response.raw
     read1 = getattr(raw, "read1", None)
+    bound = state is not None and state.deadline is not None
     if read1 is None or getattr(raw, "chunked", False):
         # Chunked transfer: each HTTP chunk is yielded as soon as it is read.
-        yield from response.iter_content(_CHUNK_BYTES)
-        return
+        chunks = response.iter_content(_CHUNK_BYTES)
+        while True:
+            if bound:
+                state.bound_next_read(response)  # type: ignore[union-attr]
+            chunk = next(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
     while True:
+        if bound:
+            state.bound_next_read(response)  # type: ignore[union-attr]
         data = read1(_CHUNK_BYTES, decode_content=True)
         if not data:
             return
         yield data
 
 
+class _DeadlinePassed(HttpConnectionError):
+    """An exchange on the caller's thread abandoned at the call's deadline (never reported)."""
+
+
 class _StreamState:
-    """What one logical SSE stream (a POST's answer and its resumptions) has seen."""
+    """What one logical exchange (a POST's answer and its resumptions) has seen.
 
-    __slots__ = ("events", "had_ids", "last_event_id", "retry_s", "unanswered")
+    ``deadline`` (on the :func:`time.monotonic` clock) is set for an exchange
+    run on the caller's thread (:meth:`HttpTransport.exchange_directly`): no
+    socket read, connection attempt or resumption delay of it lasts past the
+    deadline, so the caller is free again when its call times out.
+    """
 
-    def __init__(self, request_ids: Sequence[RequestId]) -> None:
+    __slots__ = ("deadline", "events", "had_ids", "last_event_id", "read_timeout", "retry_s", "unanswered")
+
+    def __init__(
+        self, request_ids: Sequence[RequestId], deadline: Optional[float] = None, read_timeout: float = 0.0
+    ) -> None:
         self.unanswered: Set[RequestId] = set(request_ids)
         # A stream that answers requests is done once all are answered; one that
         # answers a notification (or is the listen stream) is read to its end.
@@ -384,6 +441,33 @@ class _StreamState:
         self.last_event_id: Optional[str] = None
         self.retry_s = DEFAULT_RETRY_S
         self.events = 0
+        self.deadline = deadline
+        self.read_timeout = read_timeout
+
+    def time_left(self) -> float:
+        """Seconds to the deadline (only for an exchange with one).
+
+        Raises:
+            socket.timeout: the deadline has passed.
+        """
+        left = self.deadline - time.monotonic()  # type: ignore[operator]
+        if left <= 0:
+            raise socket.timeout("the call's deadline passed")
+        return left
+
+    def bound_next_read(self, response: requests.Response) -> None:
+        """Let the next socket read of ``response`` wait no longer than the deadline allows.
+
+        Raises:
+            socket.timeout: the deadline has passed.
+        """
+        timeout = min(self.read_timeout, self.time_left())
+        sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+        if sock is not None:
+            sock.settimeout(timeout)
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def note(self, value: Any) -> None:
         """Strike the ids of the responses in a decoded message (or batch)."""
@@ -398,8 +482,8 @@ class _StreamState:
     def note_bytes(self, payload: bytes) -> None:
         if self.unanswered:
             try:
-                self.note(json.loads(payload))
-            except ValueError:
+                self.note(decode(payload))
+            except JsonRpcError:
                 pass
 
 
@@ -452,12 +536,19 @@ def _is_timeout(exc: BaseException) -> bool:
 class HttpTransport:
     """MCP Streamable HTTP: one POST per message, JSON or SSE answers, sessions.
 
-    Thread-safe: :meth:`send` may be called from many threads at once;
-    :meth:`close`, :meth:`reset_session` and :meth:`open_listen_stream` from
-    any thread.  Received messages are delivered to the sink from the pool's
-    threads (named ``jsonrpc-http[<label>]-N``), from the listen thread
-    (``jsonrpc-http-listen[<label>]``) or, for the answer of a notification,
-    from the thread that sent it.
+    Thread-safe: :meth:`send` and :meth:`exchange_directly` may be called from
+    many threads at once; :meth:`close`, :meth:`reset_session` and
+    :meth:`open_listen_stream` from any thread.  Received messages are
+    delivered to the sink from the pool's threads (named
+    ``jsonrpc-http[<label>]-N``), from the listen thread
+    (``jsonrpc-http-listen[<label>]``) or, for the answer of a notification or
+    of an exchange run by :meth:`exchange_directly`, from the thread that sent it.
+
+    Proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), the
+    CA bundle variables (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``, when
+    ``verify`` is True) and ``~/.netrc`` credentials (when ``auth`` is None)
+    are taken from the environment as ``requests`` takes them, but once, when
+    the transport is made: a later change applies to transports made after it.
 
     Args:
         url: the server's MCP endpoint (``http://`` or ``https://``).
@@ -469,7 +560,8 @@ class HttpTransport:
         connect_timeout: seconds to wait for a connection.
         read_timeout: seconds one socket read may wait for data.  A silent SSE
             stream past it is treated as broken (and resumed when it can be).
-        max_workers: threads carrying requests; more requests queue.
+        max_workers: threads carrying requests; more requests queue.  As many
+            blocking calls again run their exchange on their own threads.
         max_message_bytes: the largest JSON body or SSE event accepted.
         max_resumptions: consecutive attempts at resuming a broken SSE stream.
         verify: TLS verification, as in ``requests`` (a bool or a CA bundle path).
@@ -519,14 +611,20 @@ class HttpTransport:
         self._timeouts = (connect_timeout, read_timeout)
         self._registry = _SocketRegistry()
         self._http = requests.Session()
-        self._http.auth = auth
-        self._http.verify = verify
-        adapter = _TrackingAdapter(self._registry, pool_maxsize=max_workers + 4)
+        _settle_environment(self._http, url, auth, verify)
+        # Connections for the pool's threads and as many callers exchanging directly.
+        adapter = _TrackingAdapter(self._registry, pool_maxsize=2 * max_workers + 4)
         self._http.mount("http://", adapter)
         self._http.mount("https://", adapter)
         self._pool = WorkerPool(max_workers, f"jsonrpc-http[{self.label}]")
-        # _lock guards _sink, _session_id, _closed, _sink_closed, _listen and _stopped_listens.
+        self._max_direct = max_workers
+        # _lock guards _sink, _session_id, _closed, _sink_closed, _listen, _stopped_listens
+        # and _direct_count (callers inside exchange_directly); _direct_idle is notified
+        # when _direct_count drops to 0.
         self._lock = threading.Lock()
+        self._direct_count = 0
+        self._direct_idle = threading.Condition(self._lock)
+        self._direct_local = threading.local()
         self._sink: Optional[MessageSink] = None
         self._session_id: Optional[str] = None
         self._closed = False
@@ -577,6 +675,56 @@ class HttpTransport:
             return
         self._post(data, _StreamState(()))
 
+    def exchange_directly(
+        self, data: bytes, request_ids: Sequence[RequestId], deadline: Optional[float] = None
+    ) -> bool:
+        """POST a message that carries requests and read its answer on the calling thread.
+
+        The optional fast path of a blocking call (``JsonRpcClient.call()`` uses
+        it when a transport offers it): the same exchange as :meth:`send` with
+        ``request_ids``, run here instead of on the pool, which saves the
+        hand-off to a pool thread and back.  Everything received is delivered
+        to the sink as the pool would deliver it (server requests and progress
+        while the answer streams in); failures go to ``sink.requests_failed``.
+
+        ``deadline`` (on the :func:`time.monotonic` clock) is the call's: the
+        connection attempt, every socket read (each also bounded by
+        ``read_timeout``) and every wait before resuming a stream end by then,
+        and the exchange is abandoned without reporting anything, leaving the
+        sink's own timer to fail the request (the caller's thread is free at
+        the deadline, never held until ``read_timeout``).  :meth:`close`
+        interrupts it as it interrupts the pool's reads.
+
+        Returns:
+            True once the exchange is over (answered, failed or abandoned at the
+            deadline); False, having sent nothing, when it cannot run here (as
+            many callers as ``max_workers`` are already exchanging directly, or
+            the deadline has passed): then use :meth:`send`.
+
+        Raises:
+            TransportClosed: when the transport is closed (or not started);
+                nothing was sent.
+        """
+        if deadline is not None and deadline <= time.monotonic():
+            return False
+        local = self._direct_local
+        with self._lock:
+            if self._closed or self._sink is None:
+                raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+            if self._direct_count >= self._max_direct or getattr(local, "active", False):
+                return False
+            self._direct_count += 1
+        local.active = True
+        try:
+            self._exchange(data, _StreamState(request_ids, deadline, self._timeouts[1]))
+        finally:
+            local.active = False
+            with self._lock:
+                self._direct_count -= 1
+                if not self._direct_count:
+                    self._direct_idle.notify_all()
+        return True
+
     def close(self) -> None:
         """End the session (DELETE), stop every thread and connection, tell the sink.
 
@@ -607,6 +755,7 @@ class HttpTransport:
             self._registry.shutdown_all()  # ends every read in progress
             self._pool.shutdown(CLOSE_JOIN_GRACE_S)
             deadline = time.monotonic() + CLOSE_JOIN_GRACE_S
+            self._wait_direct_exchanges(deadline)
             for listen in listens:
                 if listen.thread is not None and listen.thread is not threading.current_thread():
                     listen.thread.join(max(0.0, deadline - time.monotonic()))
@@ -687,20 +836,35 @@ class HttpTransport:
     # -- exchanges -------------------------------------------------------------------------
 
     def _post_on_pool(self, data: bytes, request_ids: Tuple[RequestId, ...]) -> None:
-        state = _StreamState(request_ids)
+        self._exchange(data, _StreamState(request_ids))
+
+    def _exchange(self, data: bytes, state: _StreamState) -> None:
+        """POST requests and deliver the answer; report the failure of what was not answered."""
         try:
             self._post(data, state)
         except JsonRpcError as exc:
+            if isinstance(exc, _DeadlinePassed) or (state.past_deadline() and not isinstance(exc, TransportClosed)):
+                return  # abandoned at the call's deadline: the client's timer fails it
             self._fail(state.unanswered, exc)
         except Exception as exc:  # a bug: never leave a request hanging
             logger.exception("%s: unexpected failure of a POST", self.label)
             self._fail(state.unanswered, HttpError(f"{self.label}: unexpected failure: {type(exc).__name__}: {exc}"))
 
+    def _wait_direct_exchanges(self, deadline: float) -> None:
+        """Wait (until ``deadline``) for the callers exchanging directly, their reads interrupted."""
+        mine = 1 if getattr(self._direct_local, "active", False) else 0
+        with self._lock:
+            while self._direct_count > mine:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._direct_idle.wait(left)
+
     def _post(self, data: bytes, state: _StreamState) -> None:
         """POST ``data`` and deliver its answer; raise for what was not answered."""
         headers = self._headers(ACCEPT_POST)
         headers["Content-Type"] = JSON_TYPE
-        response = self._request("POST", headers, data=data)
+        response = self._request("POST", headers, data=data, state=state)
         try:
             broken = self._handle_answer(response, state, sent_session=SESSION_HEADER in headers)
         finally:
@@ -733,7 +897,7 @@ class HttpTransport:
             return None
         if media_type == SSE_TYPE:
             return self._consume_sse(response, state, None)
-        body = self._read_excerpt(response)
+        body = self._read_excerpt(response, state)
         if not media_type and not body and not state.unanswered:
             return None
         raise HttpError(
@@ -743,15 +907,15 @@ class HttpTransport:
         )
 
     def _deliver_json(self, response: requests.Response, state: _StreamState) -> None:
-        body = self._read_body(response)
+        body = self._read_body(response, state)
         status = response.status_code
         if not body.strip():
             if state.unanswered:
                 raise HttpError(f"{self.label}: empty {status} answer to a request", status_code=status)
             return
         try:
-            value = json.loads(body)
-        except ValueError:
+            value = decode(body)  # the client's decoder: what passes here, the client reads too
+        except JsonRpcError:
             raise HttpError(
                 f"{self.label}: the {status} answer is not valid JSON", status_code=status, body_excerpt=_excerpt(body)
             ) from None
@@ -778,7 +942,7 @@ class HttpTransport:
         Raises:
             MessageTooLarge: an event above the limit (the stream is abandoned).
         """
-        reader = _SseReader(_body_chunks(response), self.max_message_bytes)
+        reader = _SseReader(_body_chunks(response, state), self.max_message_bytes)
         try:
             for event in reader.events():
                 if stop is not None and stop.is_set():
@@ -812,6 +976,8 @@ class HttpTransport:
         while state.unanswered:
             if self._closing.is_set():
                 raise TransportClosed("HTTP transport closed")
+            if state.past_deadline():
+                raise _DeadlinePassed(f"{self.label}: the call's deadline passed while reading the answer")
             if state.last_event_id is None:
                 reason = f" ({cause.message})" if cause is not None else ""
                 raise HttpConnectionError(
@@ -827,6 +993,11 @@ class HttpTransport:
             logger.debug(
                 "%s: resuming an SSE stream in %.3fs (Last-Event-ID %r)", self.label, delay, state.last_event_id
             )
+            if state.deadline is not None and state.deadline - time.monotonic() < delay:
+                # Not resumed before the call's deadline: wait for it, then abandon the exchange.
+                if self._closing.wait(max(0.0, state.deadline - time.monotonic())):
+                    raise TransportClosed("HTTP transport closed")
+                raise _DeadlinePassed(f"{self.label}: the call's deadline passed before the SSE stream resumed")
             if self._closing.wait(delay):
                 raise TransportClosed("HTTP transport closed")
             attempts += 1
@@ -834,7 +1005,7 @@ class HttpTransport:
             headers = self._headers(ACCEPT_STREAM)
             headers[LAST_EVENT_ID_HEADER] = state.last_event_id
             try:
-                response = self._request("GET", headers)
+                response = self._request("GET", headers, state=state)
             except HttpConnectionError as exc:
                 cause = exc
                 continue
@@ -849,7 +1020,7 @@ class HttpTransport:
                         f"{self.label}: the SSE stream broke and cannot be resumed: "
                         f"GET answered {status} {_media_type(response) or ''}".rstrip(),
                         status_code=status,
-                        body_excerpt=_excerpt(self._read_excerpt(response)),
+                        body_excerpt=_excerpt(self._read_excerpt(response, state)),
                     )
                 cause = self._consume_sse(response, state, None)
             finally:
@@ -967,8 +1138,12 @@ class HttpTransport:
         data: Optional[bytes] = None,
         timeout: Optional[Tuple[float, float]] = None,
         closing: bool = False,
+        state: Optional[_StreamState] = None,
     ) -> requests.Response:
         """Send one HTTP request (streamed answer); translate every failure.
+
+        With the ``state`` of an exchange that has a deadline, connecting and
+        waiting for the answer's headers end by that deadline.
 
         Raises:
             TransportClosed: the transport is (being) closed.
@@ -979,6 +1154,12 @@ class HttpTransport:
             raise TransportClosed("HTTP transport closed")
         if timeout is None:
             timeout = self._timeouts
+            if state is not None and state.deadline is not None:
+                try:
+                    left = state.time_left()
+                except socket.timeout as exc:
+                    raise self._connection_error(exc, f"{method} failed") from None
+                timeout = (min(timeout[0], left), min(timeout[1], left))
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s: %s %s", self.label, method, redact_headers(headers))
         try:
@@ -1023,7 +1204,7 @@ class HttpTransport:
     def _status_error(self, response: requests.Response, state: _StreamState, *, sent_session: bool) -> JsonRpcError:
         """The error for a non-2xx answer; a JSON-RPC error answering one of ours is delivered."""
         status = response.status_code
-        body = self._read_excerpt(response)
+        body = self._read_excerpt(response, state)
         if status == 404 and sent_session:
             return SessionExpired(
                 f"{self.label}: the session expired (404)", status_code=404, body_excerpt=_excerpt(body)
@@ -1049,26 +1230,29 @@ class HttpTransport:
             f"{self.label}: HTTP {status} {reason}".rstrip(), status_code=status, body_excerpt=_excerpt(body)
         )
 
-    def _read_body(self, response: requests.Response) -> bytes:
+    def _read_body(self, response: requests.Response, state: _StreamState) -> bytes:
+        """The whole body, up to ``max_message_bytes`` (checked against ``Content-Length`` first)."""
         limit = self.max_message_bytes
         length = response.headers.get("Content-Length")
         if length is not None and length.isdigit() and int(length) > limit:
             raise MessageTooLarge(limit, "HTTP answer body")
-        body = bytearray()
+        chunks: List[bytes] = []
+        size = 0
         try:
-            for chunk in response.iter_content(_CHUNK_BYTES):
-                body += chunk
-                if len(body) > limit:
+            for chunk in _body_chunks(response, state):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > limit:
                     raise MessageTooLarge(limit, "HTTP answer body")
         except _NETWORK_ERRORS as exc:
             raise self._connection_error(exc, "reading the answer failed") from exc
-        return bytes(body)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def _read_excerpt(self, response: requests.Response) -> bytes:
+    def _read_excerpt(self, response: requests.Response, state: Optional[_StreamState] = None) -> bytes:
         """Up to ``ERROR_BODY_LIMIT_BYTES`` of the body; never raises."""
         body = bytearray()
         try:
-            for chunk in response.iter_content(_CHUNK_BYTES):
+            for chunk in _body_chunks(response, state):
                 body += chunk
                 if len(body) >= ERROR_BODY_LIMIT_BYTES:
                     break
