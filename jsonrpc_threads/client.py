@@ -571,32 +571,20 @@ class JsonRpcClient:
         timer = None
         if resolved is not None:
             timer = entry.timer = self._scheduler.call_later(resolved, self._expire, request_id)
-        if exchange is not None and self._exchange_tracked(
-            exchange, data, request_id, None if timer is None else timer.deadline
-        ):
-            return request_id, entry
-        self._send_tracked(data, (request_id,))
+        self._send_tracked(data, (request_id,), exchange, None if timer is None else timer.deadline)
         return request_id, entry
 
-    def _exchange_tracked(
+    def _send_tracked(
         self,
-        exchange: Callable[[bytes, Sequence[RequestId], Optional[float]], bool],
         data: bytes,
-        request_id: RequestId,
-        deadline: Optional[float],
-    ) -> bool:
-        """Run ``exchange_directly``; False when the transport declined (then ``send``)."""
-        request_ids = (request_id,)
+        request_ids: Sequence[RequestId],
+        exchange: Optional[Callable[[bytes, Sequence[RequestId], Optional[float]], bool]] = None,
+        deadline: Optional[float] = None,
+    ) -> None:
+        """Send (through ``exchange_directly`` when given and accepted); a failure settles the requests."""
         try:
-            return exchange(data, request_ids, deadline)
-        except JsonRpcError as exc:
-            self.requests_failed(request_ids, exc)
-        except (OSError, ValueError) as exc:
-            self.requests_failed(request_ids, TransportClosed(f"write failed: {exc}"))
-        return True
-
-    def _send_tracked(self, data: bytes, request_ids: Sequence[RequestId]) -> None:
-        try:
+            if exchange is not None and exchange(data, request_ids, deadline):
+                return
             self._transport.send(data, request_ids)
         except JsonRpcError as exc:
             self.requests_failed(request_ids, exc)
