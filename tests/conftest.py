@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import sys
 import threading
@@ -20,6 +21,12 @@ PEERS_DIR = TESTS_DIR / "peers"
 PROCESS_WIDE_THREADS = {"jsonrpc-timer"}
 #: How long a test's threads and children get to finish after it returned.
 LEAK_GRACE_S = 5.0
+
+
+#: Tests that run the official MCP SDK as a peer (it needs Python 3.10+).
+needs_sdk = pytest.mark.skipif(
+    importlib.util.find_spec("mcp") is None, reason="the official MCP SDK (mcp, Python 3.10+) is not installed"
+)
 
 
 def peer_command(name: str, *flags: str) -> List[str]:

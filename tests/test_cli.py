@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import socket
@@ -69,6 +70,8 @@ def marker() -> Iterator[str]:
 
 @pytest.fixture
 def config(tmp_path: Path, marker: str) -> str:
+    if importlib.util.find_spec("mcp") is None:
+        pytest.skip("the official MCP SDK (mcp, Python 3.10+) is not installed")
     env = {MARKER_VARIABLE: marker}
     servers: Dict[str, Any] = {
         "example": {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"], "env": env},
@@ -219,6 +222,7 @@ def test_rpc_failures_to_connect_are_exit_code_5() -> None:
 
 
 def test_rpc_over_http() -> None:
+    pytest.importorskip("mcp")
     with sdk_http_peer() as url:
         params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "cli", "version": "0"}}
         result = run("rpc", "--url", url, "--header", "X-Test: yes", "initialize", json.dumps(params))

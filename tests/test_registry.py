@@ -33,7 +33,7 @@ from jsonrpc_threads.mcp.registry import (
     result_text,
 )
 
-from .conftest import PEERS_DIR
+from .conftest import PEERS_DIR, needs_sdk
 from .peers.registry_launch import sdk_http_peer
 
 try:  # the npm reference server's launcher (tests/node is set up by make node-deps)
@@ -91,6 +91,7 @@ def anthropic_text(message: Dict[str, Any]) -> str:
 @pytest.fixture(scope="module")
 def sdk_http_url() -> Iterator[str]:
     """The SDK peer over Streamable HTTP on 127.0.0.1."""
+    pytest.importorskip("mcp")
     with sdk_http_peer() as url:
         yield url
 
@@ -267,6 +268,7 @@ def test_vs_code_servers_key_is_accepted() -> None:
 # -- several real servers at once -----------------------------------------------------
 
 
+@needs_sdk
 def test_several_servers_at_once(config: Dict[str, Any], everything_url: Optional[str]) -> None:
     before = child_commands()
     with make_registry(config) as registry:
@@ -315,6 +317,7 @@ def test_several_servers_at_once(config: Dict[str, Any], everything_url: Optiona
             assert "3" in anthropic_text(messages[5])
 
 
+@needs_sdk
 def test_openai_and_anthropic_tool_lists(config: Dict[str, Any]) -> None:
     with make_registry({"mcpServers": {"example": EXAMPLE, "sdk": SDK}}) as registry:
         openai = registry.openai_tools()
@@ -343,6 +346,7 @@ def test_openai_and_anthropic_tool_lists(config: Dict[str, Any]) -> None:
 # -- lazy and eager start ---------------------------------------------------------------
 
 
+@needs_sdk
 def test_a_server_starts_on_first_use_and_only_that_one() -> None:
     before = child_commands()
     with make_registry({"mcpServers": {"example": EXAMPLE, "sdk": SDK}}) as registry:
@@ -363,6 +367,7 @@ def test_concurrent_first_uses_start_a_server_once() -> None:
         assert len(children()) == 1
 
 
+@needs_sdk
 def test_eager_start_starts_everything_now() -> None:
     config = {"mcpServers": {"example": EXAMPLE, "sdk": SDK, "missing": MISSING}}
     with make_registry(config, eager=True) as registry:
@@ -373,6 +378,7 @@ def test_eager_start_starts_everything_now() -> None:
     assert children() == []
 
 
+@needs_sdk
 def test_close_reclaims_every_server_and_later_calls_say_so() -> None:
     registry = make_registry({"mcpServers": {"example": EXAMPLE, "sdk": SDK}})
     try:
@@ -398,6 +404,7 @@ def test_a_failed_start_is_tried_again_later(tmp_path: Path) -> None:
         assert registry.errors == {}
 
 
+@needs_sdk
 def test_env_and_variables_reach_the_child() -> None:
     config = {"mcpServers": {"sdk": {**SDK, "env": {"REGISTRY_SECRET": "${SECRET}", "OTHER": "${OTHER:-dflt}"}}}}
     environ = {"SECRET": "s3cret", "PATH": os.environ.get("PATH", "")}
@@ -433,6 +440,7 @@ def test_execute_all_runs_calls_to_one_server_concurrently() -> None:
     assert messages[1]["content"] == "2" and messages[3]["content"] == "x"
 
 
+@needs_sdk
 def test_execute_all_takes_as_long_as_the_slowest_call() -> None:
     with make_registry({"mcpServers": {"example": EXAMPLE, "sdk": SDK}}, eager=True) as registry:
         calls = [
@@ -503,6 +511,7 @@ def test_a_crash_is_a_message_and_the_next_call_restarts_the_server() -> None:
         assert [p.pid for p in children()] != [first_pid]
 
 
+@needs_sdk
 def test_responses_api_calls_and_sdk_objects() -> None:
     class ToolCallObject:  # stands for an SDK model (pydantic): has model_dump()
         def model_dump(self) -> Dict[str, Any]:
@@ -563,6 +572,7 @@ def test_a_tool_that_appears_without_notice_is_found_on_a_miss() -> None:
         assert registry.execute(anthropic_call("mcp__example__quiet", {}))["content"][0]["text"] == "found"
 
 
+@needs_sdk
 def test_call_tool_by_server_and_tool_with_progress() -> None:
     with make_registry({"mcpServers": {"example": EXAMPLE, "sdk": SDK}}) as registry:
         progress: List[Dict[str, Any]] = []
