@@ -379,6 +379,10 @@ class JsonRpcClient:
         # (no hand-off from the reader thread); else wait for it as request() does.
         request_id, entry = self._start_request(method, params, timeout, waiter=True)
         pending = self._pending
+        if len(pending) > 1:
+            # Others wait too: the reader thread reads for all of them (no baton traffic).
+            self._resume_reader()  # type: ignore[misc]
+            return cast(_CallWaiter, entry.future).result()
         timer = entry.timer
         if read(lambda: request_id not in pending, None if timer is None else timer.deadline) and pending:
             self._resume_reader()  # type: ignore[misc]  # others wait: the reader thread reads for them

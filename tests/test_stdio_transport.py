@@ -168,6 +168,60 @@ def test_concurrent_sends_are_not_interleaved(make: Maker) -> None:
     assert len(seen) == threads_count * per_thread
 
 
+def test_concurrent_requests_with_ids_are_not_interleaved_or_lost(make: Maker) -> None:
+    # Requests (ids given) may be queued for the thread that holds the write lock.
+    transport, sink = make()
+    threads_count, per_thread = 8, 100
+    payload = "z" * 5000
+
+    def sender(base: int) -> None:
+        for i in range(per_thread):
+            transport.send(request_bytes(base + i, "echo", [payload]), [base + i])
+
+    threads = [threading.Thread(target=sender, args=(n * 1000,)) for n in range(threads_count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    seen = []
+    for _ in range(threads_count * per_thread):
+        message = json.loads(sink.next_message())
+        assert message["result"] == [payload]
+        seen.append(message["id"])
+    assert sorted(seen) == sorted(n * 1000 + i for n in range(threads_count) for i in range(per_thread))
+    assert sink.failed.empty()
+
+
+def test_request_sent_while_another_thread_writes_is_written_by_that_thread(make: Maker) -> None:
+    transport, sink = make()
+    child = transport._child
+    child.write_lock.acquire()  # as if another thread were writing
+    transport.send(request_bytes(1, "echo", [1]), [1])  # queued: returns at once
+    transport.send(request_bytes(2, "echo", [2]), [2])
+    assert len(child.write_queue) == 2
+    child.write_lock.release()
+    transport.send(request_bytes(3, "echo", [3]))  # the next writer writes the queue first
+    assert not child.write_queue
+    assert [json.loads(sink.next_message())["id"] for _ in range(3)] == [1, 2, 3]
+
+
+def test_queued_request_that_cannot_be_written_fails_through_the_sink(make: Maker) -> None:
+    transport, sink = make()
+    assert call(transport, sink, 1, "echo", [1]) == [1]
+    child = transport._child
+    child.write_lock.acquire()
+    transport.send(request_bytes(2, "echo"), [2])  # queued
+    transport.send(request_bytes(3, "echo"), [3])
+    child.write_lock.release()
+    assert child.close_stdin(WAIT_S)  # closes stdin, then fails what was queued
+    ids, error = sink.failed.get(timeout=WAIT_S)
+    assert ids == [2, 3]
+    assert isinstance(error, TransportClosed)
+    assert not child.write_queue
+    with pytest.raises(TransportClosed):  # nobody writing: raised at once, as before
+        transport.send(request_bytes(4, "echo"), [4])
+
+
 def test_blank_and_non_json_lines_are_passed_or_skipped(make: Maker) -> None:
     transport, sink = make()
     transport.send(request_bytes(1, "garbage"))

@@ -63,7 +63,8 @@ import threading
 import time
 import warnings
 import weakref
-from typing import IO, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from collections import deque
+from typing import IO, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import psutil
 
@@ -159,6 +160,8 @@ CLOSE_WAIT_S = STDIN_CLOSE_GRACE_S + TERMINATE_GRACE_S + KILL_GRACE_S + 2 * THRE
 READER_PARK_S = 0.005
 
 _READ_CHUNK_BYTES = 256 * 1024
+#: Requests queued for the thread that holds the write lock, at most; more wait for the lock.
+_WRITE_QUEUE_MAX = 1024
 _STDERR_CHUNK_BYTES = 64 * 1024
 #: Bytes kept of a line over the limit, to find the id of the response it was.
 _OVERSIZED_HEAD_BYTES = 64 * 1024
@@ -286,6 +289,9 @@ class _Child:
         self.exit_fd_unused = False  # finish() is done with exit_fd: the reader thread closes it
         # write_lock guards stdin and stdin_closed; held for the whole of one write.
         self.write_lock = threading.Lock()
+        # Requests whose senders found write_lock taken: whoever holds it writes
+        # them (in one write) before letting go, and looks again after letting go.
+        self.write_queue: Deque[Tuple[bytes, Sequence[RequestId]]] = deque()
         self.stdin_closed = False
         # tail_lock guards tail and tail_trimmed.
         self.tail_lock = threading.Lock()
@@ -334,18 +340,83 @@ class _Child:
 
     # -- writing -----------------------------------------------------------
 
-    def write_line(self, data: bytes) -> None:
+    def write_line(self, data: bytes, request_ids: Sequence[RequestId] = ()) -> None:
+        """Write ``data`` and a newline; see StdioTransport.send.
+
+        A request (``request_ids`` given) whose sender finds another thread
+        writing is queued instead of waiting for the write lock: the thread that
+        holds the lock writes it, with whatever else was queued, in one write
+        (many callers: no wait for the lock, no wake-up, fewer writes).  A
+        failure to write it is reported through ``sink.requests_failed``.
+        """
         payload = data + b"\n"
-        with self.write_lock:
-            if self.stdin_closed or self.ended:
-                raise self.closed_error("Transport closed")
+        lock = self.write_lock
+        if not lock.acquire(False):
+            queue = self.write_queue
+            if request_ids and len(queue) < _WRITE_QUEUE_MAX:
+                queue.append((payload, request_ids))
+                if lock.acquire(False):
+                    self._write_and_release(None)
+                # else the holder writes it before it lets go, or looks again after
+                return
+            lock.acquire()
+        self._write_and_release(payload)
+
+    def _write_and_release(self, own: Optional[bytes]) -> None:
+        """With write_lock held: write what is queued, then ``own``; let go; again while something was queued."""
+        lock = self.write_lock
+        queue = self.write_queue
+        own_error: Optional[TransportClosed] = None
+        failed: List[Tuple[List[RequestId], TransportClosed]] = []
+        while True:
             try:
-                view = memoryview(payload)
-                while view:
-                    written = self.stdin.write(view)
-                    view = view[written:]
-            except (OSError, ValueError) as exc:
-                raise self.closed_error(f"Write to {self.label} (pid {self.pid}) failed: {exc}") from exc
+                parts: List[bytes] = []
+                ids: List[RequestId] = []
+                while queue:
+                    part, part_ids = queue.popleft()
+                    parts.append(part)
+                    ids.extend(part_ids)
+                if own is not None:
+                    parts.append(own)
+                if parts:
+                    error = self._write_locked(parts[0] if len(parts) == 1 else b"".join(parts))
+                    if error is not None:
+                        if ids:
+                            failed.append((ids, error))
+                        if own is not None:
+                            own_error = error
+                own = None
+            finally:
+                lock.release()
+            # A sender that queued after the queue was emptied, and found the lock
+            # taken, left its request to this thread.
+            if not queue or not lock.acquire(False):
+                break
+        if failed:
+            sink = self.sink_ref()
+            for ids, error in failed:
+                if sink is not None:
+                    try:
+                        sink.requests_failed(ids, error)
+                    except Exception:
+                        _log.exception("[%s pid %d] sink.requests_failed failed", self.label, self.pid)
+        if own_error is not None:
+            raise own_error
+
+    def _write_locked(self, payload: bytes) -> Optional[TransportClosed]:
+        """With write_lock held: write ``payload`` whole; the error if it could not be."""
+        if self.stdin_closed or self.ended:
+            return self.closed_error("Transport closed")
+        try:
+            view = memoryview(payload)
+            while view:
+                written = self.stdin.write(view)
+                view = view[written:]
+        except (OSError, ValueError) as exc:
+            error = self.closed_error(f"Write to {self.label} (pid {self.pid}) failed: {exc}")
+            error.__cause__ = exc
+            return error
+        return None
 
     def close_stdin(self, timeout: float) -> bool:
         """Close stdin unless a write is stuck on it for ``timeout`` seconds."""
@@ -361,6 +432,8 @@ class _Child:
             return True
         finally:
             self.write_lock.release()
+            if self.write_queue and self.write_lock.acquire(False):
+                self._write_and_release(None)  # fails what was queued meanwhile
 
     # -- reading -----------------------------------------------------------
 
@@ -1224,8 +1297,11 @@ class StdioTransport:
     def send(self, data: bytes, request_ids: Sequence[RequestId] = ()) -> None:
         """Write one encoded message (or batch) and a newline to the child's stdin.
 
-        Blocks while the pipe is full (the child is not reading).  ``request_ids``
-        is not used: a failure is known at once and raised here.
+        Blocks while the pipe is full (the child is not reading).  A request
+        (``request_ids`` given) that finds another thread writing is left to that
+        thread, which writes it next, and this returns at once; if that write
+        fails, the requests fail through ``sink.requests_failed``.  Anything
+        else is written before this returns, and a failure is raised here.
 
         Raises:
             TransportClosed: when the transport is closed or ended, or the write
@@ -1234,7 +1310,7 @@ class StdioTransport:
         """
         if b"\n" in data:
             raise ValueError("a message sent over stdio must not contain a newline")
-        self._child.write_line(data)
+        self._child.write_line(data, request_ids)
 
     def read_directly(self, done: Callable[[], bool], deadline: Optional[float] = None) -> bool:
         """Read stdout on the calling thread, delivering to the sink, until ``done()`` is true.
