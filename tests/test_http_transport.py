@@ -12,8 +12,6 @@ import json
 import logging
 import queue
 import socket
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -39,8 +37,9 @@ from jsonrpc_threads.transports.config import transport_from_config
 from jsonrpc_threads.transports.http import HttpTransport, _SseReader, redact_headers, url_label
 from jsonrpc_threads.transports.stdio import StdioTransport
 
-from .conftest import PEERS_DIR, peer_command
+from .conftest import peer_command
 from .peers.http_peer import UNICODE_TEXT, HttpPeer
+from .peers.mcp_launch import ServerProcess
 
 #: Upper bound for any single wait in these tests.
 WAIT_S = 10.0
@@ -769,9 +768,9 @@ def test_listen_stream_405_ends_quietly(peer: HttpPeer) -> None:
         assert isinstance(transport, HttpTransport)
         transport.open_listen_stream()
         assert peer.wait_for(lambda: any(r.http_method == "GET" for r in peer.records))
-        deadline = time.monotonic() + WAIT_S
-        while transport.listening and time.monotonic() < deadline:
-            threading.Event().wait(0.02)
+        for thread in threading.enumerate():
+            if thread.name.startswith("jsonrpc-http-listen["):
+                thread.join(WAIT_S)  # the refused stream ends its thread
         assert not transport.listening
         assert client.call("echo", [1]) == [1]
 
@@ -920,34 +919,13 @@ def test_config_bad_entries(entry: Any, message: str) -> None:
 
 
 @pytest.fixture(params=["json", "sse"])
-def sdk_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tuple[str, str]]:
+def sdk_server(request: pytest.FixtureRequest) -> Iterator[Tuple[str, str]]:
     pytest.importorskip("mcp")
     mode = request.param
-    port = free_port()
-    command = [sys.executable, str(PEERS_DIR / "fastmcp_http_peer.py"), "--port", str(port)]
-    if mode == "json":
-        command.append("--json")
-    log_path = tmp_path / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30.0
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the SDK server did not start: {log_path.read_text(errors='replace')}")
-                threading.Event().wait(0.05)
-        yield mode, f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(5.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5.0)
+    flags = ["--http", "--json"] if mode == "json" else ["--http"]
+    # The peer prints its URL once it accepts connections: nothing is polled.
+    with ServerProcess(peer_command("mcp_sdk_server", *flags), name=f"sdk-http-{mode}") as server:
+        yield mode, server.wait_for(r"listening on (\S+)").group(1)
 
 
 def test_against_the_official_sdk_server(sdk_server: Tuple[str, str]) -> None:
