@@ -765,11 +765,9 @@ class JsonRpcClient:
         payload: List[Dict[str, Any]] = []
         tracked: List[Tuple[RequestId, _Pending]] = []
         for item in items:
-            if item.entry is None:
-                payload.append(messages.notification_message(item.method, item.params))
-            else:
-                payload.append(messages.request_message(item.request_id, item.method, item.params))  # type: ignore[arg-type]
-                tracked.append((item.request_id, item.entry))  # type: ignore[arg-type]
+            payload.append(item.message)
+            if item.entry is not None:
+                tracked.append((item.message["id"], item.entry))
         if not payload:
             return
         data = messages.encode(payload)
@@ -793,13 +791,13 @@ class JsonRpcClient:
 
 
 class _BatchItem:
-    __slots__ = ("entry", "method", "params", "request_id")
+    """One message of a batch, built (and so checked) when it was added."""
 
-    def __init__(self, method: str, params: Any, request_id: Optional[RequestId], entry: Optional[_Pending]) -> None:
-        self.method = method
-        self.params = params
-        self.request_id = request_id
-        self.entry = entry
+    __slots__ = ("entry", "message")
+
+    def __init__(self, message: Dict[str, Any], entry: Optional[_Pending]) -> None:
+        self.message = message
+        self.entry = entry  # None for a notification
 
 
 class Batch:
@@ -826,9 +824,8 @@ class Batch:
         """
         self._check_open()
         resolved = self._client._resolve_timeout(timeout)
-        messages.request_message(0, method, params)  # validate now, not at send time
         request_id, entry = self._client._register(method, resolved)
-        self._items.append(_BatchItem(method, params, request_id, entry))
+        self._items.append(_BatchItem(messages.request_message(request_id, method, params), entry))
         return cast("Future[Any]", entry.future)
 
     def notify(self, method: str, params: messages.Params = None) -> None:
@@ -838,8 +835,7 @@ class Batch:
             RuntimeError: when the batch was already sent.
         """
         self._check_open()
-        messages.notification_message(method, params)
-        self._items.append(_BatchItem(method, params, None, None))
+        self._items.append(_BatchItem(messages.notification_message(method, params), None))
 
     def _check_open(self) -> None:
         if self._sent:
