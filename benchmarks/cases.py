@@ -550,7 +550,7 @@ class NullTransport:
     def start(self, sink: Any) -> None:
         self.sink = sink
 
-    def send(self, data: bytes, request_ids: Sequence[Any] = ()) -> None:
+    def send(self, data: bytes, request_ids: Sequence[Any] = (), *, deadline: Any = None) -> None:
         pass
 
     def close(self) -> None:

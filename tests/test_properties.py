@@ -122,7 +122,7 @@ class _RecordingTransport:
     def start(self, sink: Any) -> None:
         self.sink = sink
 
-    def send(self, data: bytes, request_ids: Any = ()) -> None:
+    def send(self, data: bytes, request_ids: Any = (), *, deadline: Any = None) -> None:
         self.sent.append(data)
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""The contract between :class:`~jsonrpc_threads.client.JsonRpcClient` and a transport.
+"""The whole contract between :class:`~jsonrpc_threads.client.JsonRpcClient` and a transport.
 
 A transport moves bytes and nothing else: it never looks at method names, never
 builds a message and never owns a future.  The client hands it encoded messages
@@ -14,30 +14,30 @@ the :class:`MessageSink` the client gave it in :meth:`Transport.start`:
 - the end of the transport (EOF, child exit, ``close()``) goes once to
   :meth:`MessageSink.transport_closed`.
 
-Sink methods are called from the transport's own threads and return quickly;
-they never block on the transport.
+Sink methods are called from the transport's own threads (or from a caller's
+thread inside :meth:`DrivesCalls.drive_call`), return quickly, never block on
+the transport and never run user code.
 
-Optional fast paths.  Beyond the required surface below, a transport may offer
-methods that :class:`~jsonrpc_threads.client.JsonRpcClient` uses when present,
-so that a blocking ``call()`` needs no hand-off between threads:
+Beyond the required surface, a transport may offer optional capabilities, each
+a small protocol below; the client looks for them once, when it is made
+(:func:`capabilities`), never by probing attribute names elsewhere:
 
-- ``read_directly(done, deadline) -> bool`` and ``resume_reader()`` (stdio): the
-  caller reads the stream itself until its answer is in, when no other thread
-  is reading; the sink's optional ``has_pending()`` tells the reader thread
-  when it may step aside;
-- ``exchange_directly(data, request_ids, deadline) -> bool`` (HTTP): the caller
-  carries the whole exchange of a message with requests on its own thread,
-  as ``send(data, request_ids)`` would on a transport thread, with the same
-  sink calls; no read outlasts ``deadline`` (then the exchange is abandoned
-  unreported, for the client's timer to fail it).  ``False`` means declined,
-  nothing sent: the client falls back to ``send``.
+- :class:`DrivesCalls`: a blocking ``call()`` carries its own request on the
+  calling thread (stdio: the caller reads its answer itself; HTTP: the caller
+  runs the POST), so the answer needs no hand-off between threads;
+- :class:`AbandonsRequests`: the client says which requests it settled locally
+  (timeout, ``Future.cancel()``), so the transport stops work it carries for
+  them (an HTTP read, a queued write) and frees the thread;
+- :class:`SessionTransport`: what the MCP layer uses on Streamable HTTP (the
+  negotiated protocol version header, the session id, starting over, the
+  listen stream).
 
-``deadline`` is on the :func:`time.monotonic` clock, ``None`` for no deadline.
+Deadlines are on the :func:`time.monotonic` clock; ``None`` means none.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
 
 from ..errors import JsonRpcError, RequestId, TransportClosed
 
@@ -53,6 +53,9 @@ class MessageSink(Protocol):
 
     def transport_closed(self, error: TransportClosed) -> None:
         """The transport is gone for good; fail everything pending with ``error``."""
+
+    def has_pending(self) -> bool:
+        """True while some request waits for its answer (cheap, lock-free)."""
 
 
 @runtime_checkable
@@ -70,18 +73,20 @@ class Transport(Protocol):
             TransportClosed: when the peer cannot be reached or started.
         """
 
-    def send(self, data: bytes, request_ids: Sequence[RequestId] = ()) -> None:
+    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
         """Put one encoded message (or batch) on the wire, in call order.
 
         ``request_ids`` are the ids of the requests inside ``data`` (empty for a
         notification or a response); a transport that learns of a failure after
         ``send`` returned reports it through ``sink.requests_failed`` with them.
+        ``send`` never blocks past ``deadline``; with ``request_ids`` it should
+        not block at all (the requests' own deadlines are the client's).
 
         Raises:
             TransportClosed: when the transport is closed or the write failed;
                 nothing was delivered, and no sink call follows for these ids.
             JsonRpcError: another failure known at once (e.g. an HTTP error on
-                a notification, which is sent synchronously).
+                a notification, which is sent synchronously, or the deadline).
         """
 
     def close(self) -> None:
@@ -89,6 +94,78 @@ class Transport(Protocol):
 
         Idempotent.  ``sink.transport_closed`` is called (once) if it was not yet.
         """
+
+
+@runtime_checkable
+class DrivesCalls(Protocol):
+    """Optional: a blocking call can carry its own request on the calling thread."""
+
+    def drive_call(
+        self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
+    ) -> bool:
+        """Send one request and carry it on the calling thread until ``done()`` or ``deadline``.
+
+        Everything received meanwhile goes to the sink exactly as the
+        transport's own threads would deliver it, in order.  Returns ``False``
+        (having sent nothing) to decline, when the call cannot be carried here
+        right now: the client then uses :meth:`Transport.send`.  Returns
+        ``True`` once the request was sent, even when ``done()`` is still
+        false (the deadline passed, or another thread took over the reading);
+        the client waits for the answer as usual.  Never blocks past
+        ``deadline`` and never runs user code.
+
+        Raises:
+            TransportClosed: as :meth:`Transport.send`; nothing was sent.
+        """
+
+
+@runtime_checkable
+class AbandonsRequests(Protocol):
+    """Optional: stop carrying requests that the client has settled on its own."""
+
+    def abandon(self, request_ids: Sequence[RequestId]) -> None:
+        """These requests were settled locally (timeout, cancel); nobody waits for their answer.
+
+        Called from any thread, never under a client lock; returns at once.
+        An answer that still arrives is delivered as usual (the client drops it).
+        """
+
+
+@runtime_checkable
+class SessionTransport(Protocol):
+    """Optional: a transport with a server session (MCP Streamable HTTP)."""
+
+    protocol_version: Optional[str]
+
+    @property
+    def session_id(self) -> Optional[str]:
+        """The session the server assigned, or ``None``."""
+
+    def reset_session(self) -> None:
+        """Forget the session, so the next request starts a new one."""
+
+    def open_listen_stream(self, *, wait: Optional[float] = None) -> None:
+        """Open the stream for server-initiated messages (bounded by ``wait``)."""
+
+
+class Capabilities(NamedTuple):
+    """The optional capabilities of one transport, looked up once."""
+
+    drive_call: Optional[Callable[[bytes, RequestId, Callable[[], bool], Optional[float]], bool]]
+    abandon: Optional[Callable[[Sequence[RequestId]], None]]
+
+
+def capabilities(transport: Transport) -> Capabilities:
+    """The optional capabilities ``transport`` declares (the protocols above)."""
+    return Capabilities(
+        drive_call=transport.drive_call if isinstance(transport, DrivesCalls) else None,
+        abandon=transport.abandon if isinstance(transport, AbandonsRequests) else None,
+    )
+
+
+def session_of(transport: Any) -> Optional[SessionTransport]:
+    """``transport`` as a :class:`SessionTransport`, or ``None`` when it has no session."""
+    return transport if isinstance(transport, SessionTransport) else None
 
 
 def describe(transport: Any) -> str:

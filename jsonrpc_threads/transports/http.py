@@ -647,7 +647,7 @@ class HttpTransport:
                 raise TransportClosed("HTTP transport closed")
             self._sink = sink
 
-    def send(self, data: bytes, request_ids: Sequence[RequestId] = ()) -> None:
+    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
         """POST one encoded message (or batch).
 
         With ``request_ids``, the POST runs on the pool and this returns at

@@ -1294,7 +1294,7 @@ class StdioTransport:
             reader.start()
             child.reader = reader
 
-    def send(self, data: bytes, request_ids: Sequence[RequestId] = ()) -> None:
+    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
         """Write one encoded message (or batch) and a newline to the child's stdin.
 
         Blocks while the pipe is full (the child is not reading).  A request
