@@ -577,7 +577,7 @@ def timer_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
             deadlines[index] = time.monotonic() + timeout
             futures.append(request("echo", ECHO_PARAMS))
         register_s = time.perf_counter() - start
-        pending_after = len(client._pending)
+        pending_after = len(client._table)
         new_threads = sorted(t.name for t in threading.enumerate() if t.ident not in threads_before)
         remaining = deadlines[0] - time.monotonic()
         for index, future in enumerate(futures):

@@ -12,8 +12,11 @@ instance (:func:`default_scheduler`) starts its thread lazily on the first
 timer, is named ``jsonrpc-timer`` and is re-created in a forked child.
 
 Callbacks run on the timer thread, one after the other: they must be short and
-must not block (hand slow work to another thread).  Their exceptions are
-logged, never raised.
+must not block (hand slow work to another thread); the library schedules only
+its own code here, never a user's.  Whatever a callback raises (``SystemExit``
+and ``KeyboardInterrupt`` included) is logged and the thread goes on, and no
+deadline (``inf`` included) makes the thread wait longer than
+:data:`~jsonrpc_threads._deadlines.MAX_WAIT_SLICE_S` at a time.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -23,10 +26,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import os
 import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
+
+from ._deadlines import MAX_WAIT_SLICE_S
 
 logger = logging.getLogger(__name__)
 
@@ -83,9 +89,15 @@ class Scheduler:
     def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
         """Run ``callback(*args)`` on the timer thread after ``delay`` seconds.
 
+        ``delay`` may be ``inf`` (the callback never runs unless the handle is
+        cancelled first, which costs nothing).
+
         Raises:
             RuntimeError: when the scheduler was stopped.
+            ValueError: for a NaN or negative ``delay``.
         """
+        if math.isnan(delay) or delay < 0:
+            raise ValueError(f"delay must be >= 0, not {delay!r}")
         return self._schedule(time.monotonic() + delay, callback, args)
 
     def call_at(self, deadline: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
@@ -93,7 +105,10 @@ class Scheduler:
 
         Raises:
             RuntimeError: when the scheduler was stopped.
+            ValueError: for a NaN ``deadline``.
         """
+        if math.isnan(deadline):
+            raise ValueError("deadline must be a number, not NaN")
         return self._schedule(deadline, callback, args)
 
     def _schedule(self, deadline: float, callback: Callable[..., Any], args: Tuple[Any, ...]) -> TimerHandle:
@@ -162,7 +177,7 @@ class Scheduler:
                         return
                     heap = self._heap
                     if not heap:
-                        cond.wait()
+                        cond.wait(MAX_WAIT_SLICE_S)
                         continue
                     now = time.monotonic()
                     while heap and heap[0][0] <= now:
@@ -173,7 +188,7 @@ class Scheduler:
                             handle._scheduler = None
                             due.append(handle)
                     if not due and heap:
-                        cond.wait(heap[0][0] - now)
+                        cond.wait(min(heap[0][0] - now, MAX_WAIT_SLICE_S))
             for handle in due:
                 callback, args = handle._callback, handle._args
                 handle._callback = None
@@ -182,8 +197,9 @@ class Scheduler:
                     continue
                 try:
                     callback(*args)
-                except Exception:
+                except BaseException:  # nothing a callback does may end the timer thread
                     logger.exception("timer callback %r failed", callback)
+                del callback, args
 
 
 _default: Optional[Scheduler] = None

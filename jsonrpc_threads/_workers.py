@@ -1,14 +1,24 @@
-"""A small pool of daemon worker threads, with an ordered lane.
+"""Daemon worker threads for user code: a small pool, and a serial lane.
 
-The client runs user handlers here, never on a transport's reader thread.
-Threads start on demand up to ``max_workers`` and are daemons, so a handler
-stuck forever cannot keep the interpreter from exiting; :meth:`WorkerPool.shutdown`
-ends them with a bounded join.
+The client runs user code here, and only here: handlers for the peer's
+requests, notification handlers, progress callbacks and the done-callbacks of
+futures the library settles.  Never on a transport's reader thread, the timer
+thread, or under a library lock.
 
-:meth:`WorkerPool.submit_ordered` runs tasks one at a time in submission order
-(on whichever worker is free), for work whose order matters, such as
-notifications; :attr:`WorkerPool.ordered_backlog` says whether ordered work is
-still queued or running.
+:class:`WorkerPool` starts threads on demand up to ``max_workers``.  A worker
+that waits for an answer of the library's own clients (a handler calling back
+into the client) does not count against that limit while it waits
+(:func:`waiting_for_answer`): the pool starts another thread for the next task,
+so a peer that needs one more handler before it answers the ones waiting never
+deadlocks them.  Threads beyond ``max_workers`` end once idle.
+
+:class:`SerialLane` runs tasks one at a time, in submission order, on one
+thread of its own (not a pool thread, so a busy pool never holds it up): the
+client's notifications go through it, which keeps them in arrival order.
+
+Threads are daemons, so a task stuck forever cannot keep the interpreter from
+exiting; ``shutdown()`` ends them with a bounded join.  Whatever a task raises
+(``SystemExit`` included) is logged, and the thread goes on.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -16,19 +26,66 @@ Thread-safety: every method may be called from any thread.
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import queue
 import threading
 import time
 from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
+from ._deadlines import wait_slice
+
 logger = logging.getLogger(__name__)
 
 _Task = Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]]
 
+#: The pool (or lane) of the current thread, if it is one of ours.
+_local = threading.local()
+
 
 class PoolClosed(RuntimeError):
     """The pool no longer accepts work."""
+
+
+def current_worker() -> Optional[object]:
+    """The :class:`WorkerPool` or :class:`SerialLane` running the calling thread, else None."""
+    return getattr(_local, "owner", None)
+
+
+class _WaitingForAnswer:
+    """See :func:`waiting_for_answer` (a class: cheaper than a generator on hot paths)."""
+
+    __slots__ = ("_pool",)
+
+    def __enter__(self) -> None:
+        owner = getattr(_local, "owner", None)
+        if isinstance(owner, WorkerPool):
+            owner._set_blocked(+1)
+            self._pool: Optional[WorkerPool] = owner
+        else:
+            self._pool = None
+
+    def __exit__(self, *exc_info: object) -> None:
+        pool = self._pool
+        if pool is not None:
+            self._pool = None
+            pool._set_blocked(-1)
+
+
+def waiting_for_answer() -> _WaitingForAnswer:
+    """Mark the calling thread, if it is a pool worker, as waiting for a library answer.
+
+    Use as ``with waiting_for_answer(): ...``.  While inside, the thread does
+    not count against its pool's ``max_workers``.
+    """
+    return _WaitingForAnswer()
+
+
+def _run_task(fn: Callable[..., Any], args: Tuple[Any, ...], name: str) -> None:
+    try:
+        fn(*args)
+    except BaseException:  # even SystemExit must not cost a thread
+        logger.exception("task %r failed in %s", fn, name)
 
 
 class WorkerPool:
@@ -40,17 +97,17 @@ class WorkerPool:
         self._max_workers = max_workers
         self._name = name
         self._tasks: queue.SimpleQueue[_Task] = queue.SimpleQueue()
-        # _lock guards _threads, _queued, _busy, _closed, _ordered and _ordered_running;
+        # _lock guards _threads, _queued, _busy, _blocked, _closed, _drain and _serial;
         # _idle is notified when nothing is queued or running any more.
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._threads: List[threading.Thread] = []
         self._queued = 0
         self._busy: Set[threading.Thread] = set()
+        self._blocked = 0
         self._closed = False
-        self._ordered: Deque[Tuple[Callable[..., Any], Tuple[Any, ...]]] = collections.deque()
-        self._ordered_running = False
-        self._local = threading.local()
+        self._drain = False
+        self._serial = itertools.count(1)  # thread numbers, for names
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on a worker.
@@ -61,37 +118,13 @@ class WorkerPool:
         with self._lock:
             if self._closed:
                 raise PoolClosed("worker pool is shut down")
+            self._queued += 1
             self._spawn_if_needed()
         self._tasks.put((fn, args))
 
-    def submit_ordered(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` after every ordered task submitted before it has finished.
-
-        Raises:
-            PoolClosed: after :meth:`shutdown`.
-        """
-        with self._lock:
-            if self._closed:
-                raise PoolClosed("worker pool is shut down")
-            self._ordered.append((fn, args))
-            if self._ordered_running:
-                return
-            self._ordered_running = True
-            self._spawn_if_needed()
-        self._tasks.put((self._drain_ordered, ()))
-
-    @property
-    def ordered_backlog(self) -> bool:
-        """True while ordered tasks are queued or running."""
-        return self._ordered_running
-
-    def in_ordered_task(self) -> bool:
-        """True when called from inside an ordered task."""
-        return getattr(self._local, "ordered", False) is True
-
     def in_worker(self) -> bool:
         """True when called from one of this pool's threads."""
-        return getattr(self._local, "pool", None) is self
+        return getattr(_local, "owner", None) is self
 
     @property
     def unfinished(self) -> int:
@@ -101,22 +134,29 @@ class WorkerPool:
 
     def wait_idle(self, timeout: Optional[float]) -> bool:
         """Wait until no task is queued or running; False when ``timeout`` passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
-            return self._idle.wait_for(lambda: not self._queued and not self._busy, timeout)
+            while self._queued or self._busy:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                self._idle.wait(wait_slice(deadline))
+            return True
 
-    def shutdown(self, timeout: Optional[float] = None, *, wait_for_busy: bool = True) -> None:
-        """Stop accepting work, drop what is queued, and join the threads (bounded).
+    def shutdown(self, timeout: Optional[float] = None, *, wait_for_busy: bool = True, drain: bool = False) -> None:
+        """Stop accepting work and join the threads (bounded by ``timeout``).
 
+        What is queued is dropped, or, with ``drain=True``, still run first
+        (within ``timeout``; the rest goes on running on the daemon threads).
         A task still running after ``timeout`` is left to finish on its daemon
         thread; with ``wait_for_busy=False`` only idle threads are joined.
-        Idempotent; safe to call from a worker.
+        Idempotent; safe to call from a worker (which is not joined).
         """
         with self._lock:
             if self._closed:
                 threads: List[threading.Thread] = []
             else:
                 self._closed = True
-                self._ordered.clear()
+                self._drain = drain
                 threads = list(self._threads)
             busy = set(self._busy)
         for _ in threads:
@@ -128,58 +168,143 @@ class WorkerPool:
         for thread in threads:
             if thread is current:
                 continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(remaining)
+            while thread.is_alive():
+                slice_s = wait_slice(deadline)
+                thread.join(slice_s)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+
+    def _set_blocked(self, delta: int) -> None:
+        with self._lock:
+            self._blocked += delta
+            if delta > 0 and self._queued and not self._closed:
+                self._spawn_if_needed()
 
     def _spawn_if_needed(self) -> None:
-        # Called with _lock held, for one task about to be queued.
-        self._queued += 1
+        # Called with _lock held, after _queued was counted.
         count = len(self._threads)
-        if self._queued + len(self._busy) <= count or count >= self._max_workers:
+        idle = count - len(self._busy)
+        if self._queued <= idle or count >= self._max_workers + self._blocked:
             return
-        thread = threading.Thread(target=self._work, name=f"{self._name}-{count + 1}", daemon=True)
+        thread = threading.Thread(target=self._work, name=f"{self._name}-{next(self._serial)}", daemon=True)
         self._threads.append(thread)
         thread.start()
 
     def _work(self) -> None:
-        self._local.pool = self
+        _local.owner = self
         me = threading.current_thread()
         tasks = self._tasks
         while True:
             task = tasks.get()
-            if task is None:
-                return
             with self._lock:
+                if task is None:
+                    if not (self._drain and self._queued):
+                        return
+                    tasks.put(None)  # for the next thread; this one drains first
+                    continue
                 self._queued -= 1
                 self._busy.add(me)
-                closed = self._closed
-            if not closed:
+                run = not self._closed or self._drain
+            if run:
                 fn, args = task
-                try:
-                    fn(*args)
-                except BaseException:  # even SystemExit must not cost the pool a thread
-                    logger.exception("task %r failed in %s", fn, self._name)
+                _run_task(fn, args, self._name)
+                del fn, args
+            del task
             with self._lock:
                 self._busy.discard(me)
                 if not self._queued and not self._busy:
                     self._idle.notify_all()
-            del task
+                # A thread started while others waited for answers ends once idle.
+                surplus = len(self._threads) > self._max_workers + self._blocked
+                if surplus and not self._queued and not self._closed:
+                    self._threads.remove(me)
+                    return
 
-    def _drain_ordered(self) -> None:
-        self._local.ordered = True
-        try:
-            self._drain_ordered_tasks()
-        finally:
-            self._local.ordered = False
 
-    def _drain_ordered_tasks(self) -> None:
+class SerialLane:
+    """One daemon thread running tasks one at a time, in submission order.
+
+    The thread starts with the first task and waits for more until
+    :meth:`shutdown`.  ``backlog`` counts tasks queued or running; the client
+    compares it against a sequence number to know whether the notifications
+    that arrived before a response were all handled.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        # _lock guards _tasks, _thread, _closed, _submitted and _finished; _cond is
+        # notified when a task is queued or the lane is shut down.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._tasks: Deque[Tuple[Callable[..., Any], Tuple[Any, ...]]] = collections.deque()
+        self._thread: Optional[threading.Thread] = None
+        self._closed = False
+        self._submitted = 0  # tasks ever submitted
+        self._finished = 0  # tasks run to their end (or dropped at shutdown)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> int:
+        """Queue ``fn(*args)``; returns its ticket (1, 2, 3... in submission order).
+
+        Raises:
+            PoolClosed: after :meth:`shutdown`.
+        """
+        with self._lock:
+            if self._closed:
+                raise PoolClosed("lane is shut down")
+            self._tasks.append((fn, args))
+            self._submitted += 1
+            ticket = self._submitted
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+            else:
+                self._cond.notify()
+        return ticket
+
+    @property
+    def submitted(self) -> int:
+        """The ticket of the last task submitted (0 before any)."""
+        return self._submitted
+
+    def finished(self, ticket: int) -> bool:
+        """True once the task with ``ticket`` (and every one before it) has run."""
+        return self._finished >= ticket
+
+    def in_lane(self) -> bool:
+        """True when called from this lane's thread."""
+        return getattr(_local, "owner", None) is self
+
+    def shutdown(self, timeout: Optional[float] = None) -> None:
+        """Drop queued tasks and end the thread (bounded join; never the current thread).  Idempotent."""
+        with self._lock:
+            self._closed = True
+            dropped = len(self._tasks)
+            self._tasks.clear()
+            self._finished += dropped
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None and thread is not threading.current_thread():
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while thread.is_alive():
+                thread.join(wait_slice(deadline))
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+
+    def _run(self) -> None:
+        _local.owner = self
         while True:
             with self._lock:
-                if not self._ordered or self._closed:
-                    self._ordered_running = False
-                    return
-                fn, args = self._ordered.popleft()
+                while not self._tasks:
+                    if self._closed:
+                        return
+                    self._cond.wait(wait_slice(None))
+                fn, args = self._tasks.popleft()
             try:
-                fn(*args)
-            except BaseException:
-                logger.exception("task %r failed in %s", fn, self._name)
+                _run_task(fn, args, self._name)
+            finally:
+                with self._lock:
+                    self._finished += 1
+            del fn, args
+
+
+__all__ = ["PoolClosed", "SerialLane", "WorkerPool", "current_worker", "waiting_for_answer"]

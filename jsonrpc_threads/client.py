@@ -1,246 +1,103 @@
-"""JsonRpcClient: ids, the pending map, deadlines and handlers over any transport.
+"""JsonRpcClient: the public face of a JSON-RPC 2.0 client over any transport.
 
-Theory of operation.  Each request gets a fresh integer id and a
-:class:`concurrent.futures.Future`, which is put in the pending map (under the
-client's one lock) *before* its bytes are written.  From then on, whichever
-thread pops the id from the map settles the future, exactly once:
+Theory of operation.  Each request gets a fresh integer id and a future,
+registered in the pending map (:mod:`._pending`) *before* its bytes are
+written; from then on exactly one party settles it, whoever removes the id
+from the map first: its response, its deadline, the caller's ``cancel()``, a
+failed write, the transport's end, or ``close()``.  Everybody else finds the
+id missing and does nothing, so a late response is dropped (logged at debug
+level) and nothing is settled twice.
 
-- the transport's reader thread, when the response arrives (or the thread
-  blocked in ``call()``, which reads the answer itself: over stdio when no other
-  thread is reading, over HTTP by carrying the whole exchange on its own thread,
-  bounded by the deadline; no hand-off between threads on the fast path);
-- the timer thread, when the deadline passes (:class:`RequestTimeout`);
-- the thread that calls ``Future.cancel()`` (the request is withdrawn);
-- the sending thread, when the write fails;
-- whoever learns that the transport is gone (:class:`TransportClosed`).
+Deadlines.  A timeout is checked where it enters (:mod:`._deadlines`: ``inf``
+means none, NaN or a negative value is refused).  A ``request()`` future's
+deadline lives on the process-wide timer thread (:mod:`._scheduler`), a heap
+entry, not a thread.  A blocking ``call()`` keeps its own deadline: its thread
+waits for the answer no longer than that, then settles the request itself.
 
-Everybody else finds the id missing and does nothing, so a late response is
-dropped (logged at debug level) and nothing is settled twice.
+Threads.  Three kinds run user code, each per client, started on demand, and
+none of them is the transport's reader thread or the timer thread:
 
-Deadlines live on the process-wide timer thread (:mod:`._scheduler`): a pending
-request costs a heap entry, not a thread.  Incoming requests and notifications
-from the peer run on a small pool of daemon workers, never on the reader
-thread: a slow or re-entrant handler cannot stall reading or deadlock the
-client.  Notifications are handled one at a time in arrival order, and a
-response that arrives while earlier notifications are still being handled is
-settled after them, so a progress callback has always run before the
-``call()`` it reports on returns.
+- the handler pool (``handler_workers`` threads): the peer's requests
+  (``on_request``), and the cancellation notifications sent for timeouts;
+- the notification lane (one thread): the peer's notifications
+  (``on_notification``, MCP progress), one at a time, in arrival order;
+- the callback pool: done-callbacks of futures the library settles.
+
+A worker that waits for an answer of a client does not count against its
+pool's size while it waits, so handlers that call back into the client can
+never starve the handler that the peer needs before it answers them.
+
+Order.  A response that arrives after notifications is settled after their
+handlers returned, so a progress callback has always run before the ``call()``
+it reports on returns; but never later than the request's deadline, and a
+response to a request sent from a notification handler is delivered at once
+(it must not wait behind the handler that waits for it).
 
 This module does no I/O of its own and knows nothing of MCP: the transport
-moves bytes, and the cancellation notification a peer understands is a
-parameter (:func:`mcp_cancellation`, :func:`lsp_cancellation`).
+moves bytes (:mod:`.transports.base` is the whole contract), and the
+cancellation notification a peer understands is a parameter
+(:mod:`.cancellation`).
 """
 
 from __future__ import annotations
 
-import enum
 import itertools
 import logging
 import threading
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from types import TracebackType
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    List,
-    Optional,
-    Protocol,
-    Sequence,
-    Tuple,
-    Type,
-    Union,
-    cast,
-)
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union, cast
 
 from . import messages
-from ._scheduler import Scheduler, TimerHandle, default_scheduler
-from ._workers import PoolClosed, WorkerPool
+from ._deadlines import check_timeout, deadline_after
+from ._dispatch import answer_request, run_notification
+from ._futures import CallWaiter, RequestFuture
+from ._pending import Pending, PendingTable, fresh_error
+from ._scheduler import Scheduler, default_scheduler
+from ._workers import PoolClosed, SerialLane, WorkerPool, current_worker
+from .cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from .errors import (
-    InternalError,
     InvalidRequest,
     JsonRpcError,
     MethodNotFound,
     RequestId,
-    RequestTimeout,
     TransportClosed,
-    error_from_response,
 )
-from .transports.base import Transport, describe
+from .transports.base import Transport, capabilities, describe
 
 logger = logging.getLogger(__name__)
 
 RequestHandler = Callable[[Any], Any]
 NotificationHandler = Callable[[Any], None]
-CancellationBuilder = Callable[[RequestId, str], Optional[Tuple[str, Dict[str, Any]]]]
 
 #: How long ``close()`` waits for running handlers before leaving them to
 #: finish on their daemon threads.
 HANDLER_SHUTDOWN_GRACE_S = 2.0
-#: Default number of worker threads for incoming requests and notifications.
+#: How long ``close()`` lets queued done-callbacks run before it returns.
+CALLBACK_SHUTDOWN_GRACE_S = 2.0
+#: Default number of worker threads for incoming requests.
 DEFAULT_HANDLER_WORKERS = 4
+#: Deadline of a cancellation notification's send (it runs on a handler worker).
+CANCELLATION_SEND_TIMEOUT_S = 5.0
+#: Deadline of the send of an answer to the peer's request.
+ANSWER_SEND_TIMEOUT_S = 30.0
+#: A second ``close()`` waits this long for the first one to finish.
+SECOND_CLOSE_WAIT_S = 15.0
 
 
-class _Default(enum.Enum):
-    TIMEOUT = "default timeout"
+class _Default:
+    """The type of :data:`DEFAULT_TIMEOUT`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT_TIMEOUT"
 
 
-#: Sentinel: "use the client's default timeout".
-DEFAULT_TIMEOUT = _Default.TIMEOUT
+#: Sentinel: "use the client's default timeout" (``...`` means the same).
+DEFAULT_TIMEOUT: Any = _Default()
 
 Timeout = Union[float, None, _Default]
-
-
-def mcp_cancellation(request_id: RequestId, reason: str) -> Tuple[str, Dict[str, Any]]:
-    """The cancellation notification of MCP peers: ``notifications/cancelled``."""
-    return "notifications/cancelled", {"requestId": request_id, "reason": reason}
-
-
-def lsp_cancellation(request_id: RequestId, reason: str) -> Tuple[str, Dict[str, Any]]:
-    """The cancellation notification of LSP-style peers: ``$/cancelRequest``."""
-    return "$/cancelRequest", {"id": request_id}
-
-
-_CANCELLATION_STYLES: Dict[str, CancellationBuilder] = {"mcp": mcp_cancellation, "lsp": lsp_cancellation}
-
-
-class _Pending:
-    """One request in flight (kept small: 100,000 of these may be pending)."""
-
-    __slots__ = ("future", "jumps_queue", "method", "timeout", "timer")
-
-    def __init__(self, future: _Settleable, method: str, timeout: Optional[float]) -> None:
-        self.future = future
-        self.method = method
-        self.timeout = timeout
-        self.timer: Optional[TimerHandle] = None
-        # Sent from a notification handler: its response must not wait behind
-        # the notifications queued after that handler, or the handler would wait for itself.
-        self.jumps_queue = False
-
-
-class _Settleable(Protocol):
-    """What settling a pending request needs: a Future, or the _CallWaiter of a call()."""
-
-    def set_result(self, result: Any) -> None: ...
-
-    def set_exception(self, exception: Optional[BaseException]) -> None: ...
-
-
-class _CallWaiter:
-    """The private future of one ``call()``: settled once, awaited only by its caller.
-
-    A :class:`Future` carries a Condition, a waiter list and callbacks for
-    anyone who might look; a ``call()`` is looked at by exactly one thread, so
-    a lock held from birth and released when the answer is in does: waiting is
-    one ``acquire()``.  Settled at most once, by whoever pops the id from the
-    pending map, like every future of the client.
-    """
-
-    __slots__ = ("_error", "_lock", "_result", "_settled")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()
-        self._settled = False
-        self._result: Any = None
-        self._error: Optional[BaseException] = None
-
-    def set_result(self, result: Any) -> None:
-        if not self._settled:
-            self._result = result
-            self._settled = True
-            self._lock.release()
-
-    def set_exception(self, exception: Optional[BaseException]) -> None:
-        if not self._settled:
-            self._error = exception
-            self._settled = True
-            self._lock.release()
-
-    def result(self) -> Any:
-        """The result once settled (blocking until then); raises the error it was settled with."""
-        if not self._settled:
-            self._lock.acquire()
-        error = self._error
-        if error is not None:
-            self._error = None  # no reference cycle through the traceback
-            raise error
-        return self._result
-
-
-class _LazyCondition:
-    """``Future._condition``, made on first use.
-
-    A Condition (with its RLock and deque) is over half of what a pending
-    request costs, and most futures need it only once they settle.  The first
-    access stores one in the instance dict (``dict.setdefault`` is atomic, so
-    two threads racing get the same one), which then shadows this descriptor.
-    """
-
-    def __get__(self, instance: Optional[Future[Any]], owner: type) -> Any:
-        if instance is None:
-            return self
-        return instance.__dict__.setdefault("_condition", threading.Condition())
-
-
-def _future_fields_are_known() -> bool:
-    """True when ``Future.__init__`` sets exactly the fields _RequestFuture sets itself."""
-    sample: Future[Any] = Future()
-    return set(sample.__dict__) == {"_condition", "_state", "_result", "_exception", "_waiters", "_done_callbacks"}
-
-
-_LAZY_CONDITION = _future_fields_are_known()
-_PENDING_STATE = Future()._state
-
-
-class _RequestFuture(Future):  # type: ignore[type-arg]
-    """A Future whose ``cancel()`` withdraws its request from the client."""
-
-    _condition = _LazyCondition()
-
-    def __init__(self, client: JsonRpcClient, request_id: RequestId) -> None:
-        if _LAZY_CONDITION:
-            # Future.__init__ minus the Condition (see _LazyCondition).
-            self._state = _PENDING_STATE
-            self._result = None
-            self._exception = None
-            self._waiters: List[Any] = []
-            self._done_callbacks: List[Any] = []
-        else:
-            super().__init__()
-        self._client = client
-        self.request_id = request_id
-
-    def cancel(self) -> bool:
-        return self.cancel_with_reason("Cancelled by the client")
-
-    def cancel_with_reason(self, reason: str) -> bool:
-        """Cancel, telling the peer ``reason`` in the cancellation notification."""
-        if not super().cancel():
-            return False
-        try:
-            # CANCELLED -> CANCELLED_AND_NOTIFIED, as an executor does: this is what
-            # wakes concurrent.futures.wait() and as_completed() on this future.
-            self.set_running_or_notify_cancel()
-        except RuntimeError:
-            return True  # a repeated cancel(): the first one did the rest
-        self._client._withdraw(self.request_id, reason)
-        return True
-
-
-def _set_result(future: _Settleable, value: Any) -> None:
-    try:
-        future.set_result(value)
-    except InvalidStateError:  # cancelled by the caller in the meantime
-        pass
-
-
-def _set_exception(future: _Settleable, error: BaseException) -> None:
-    try:
-        future.set_exception(error)
-    except InvalidStateError:
-        pass
 
 
 class JsonRpcClient:
@@ -250,19 +107,22 @@ class JsonRpcClient:
     Use it as a context manager, or call :meth:`close` when done.
 
     Args:
-        transport: a started-on-demand :class:`~jsonrpc_threads.transports.base.Transport`
+        transport: a :class:`~jsonrpc_threads.transports.base.Transport`
             (``StdioTransport``, ``HttpTransport``); the client owns it and closes it.
         default_timeout: seconds a request may wait for its response when the call
-            names no timeout; ``None`` waits forever.
+            names no timeout; ``None`` (or ``inf``) waits forever.
         cancellation: the notification sent to the peer when a request times out
             or its future is cancelled: ``"mcp"`` (``notifications/cancelled``),
             ``"lsp"`` (``$/cancelRequest``), a callable ``(id, reason) -> (method,
             params) | None``, or ``None`` to send nothing (plain JSON-RPC).
-        handler_workers: threads for incoming requests and notifications.
+        handler_workers: threads for the peer's requests running at once (not
+            counting those waiting for an answer of a client).
         scheduler: the timer scheduler; the process-wide one by default.
 
     Raises:
         TransportClosed: when the transport cannot be started.
+        ValueError: for a bad ``default_timeout``, ``cancellation`` or ``handler_workers``.
+        TypeError: for a ``default_timeout`` that is not a number.
     """
 
     def __init__(
@@ -274,42 +134,27 @@ class JsonRpcClient:
         handler_workers: int = DEFAULT_HANDLER_WORKERS,
         scheduler: Optional[Scheduler] = None,
     ) -> None:
-        if isinstance(cancellation, str):
-            try:
-                cancellation = _CANCELLATION_STYLES[cancellation]
-            except KeyError:
-                raise ValueError(
-                    f"unknown cancellation style {cancellation!r} (use 'mcp', 'lsp' or a callable)"
-                ) from None
-        _check_timeout(default_timeout)
+        self._cancellation = resolve_style(cancellation)
+        self.default_timeout = check_timeout(default_timeout, "default_timeout")
         self._transport = transport
-        self.default_timeout = default_timeout
-        self._cancellation: Optional[CancellationBuilder] = cancellation
         self._scheduler = scheduler or default_scheduler()
         self._label = describe(transport)
         self._ids = itertools.count(1)
-        # _lock guards _pending and _closed_error.
-        self._lock = threading.Lock()
-        self._pending: Dict[RequestId, _Pending] = {}
-        self._closed_error: Optional[TransportClosed] = None
-        self._close_started = False
-        self._close_done = threading.Event()
+        self._capabilities = capabilities(transport)
+        self._lane = SerialLane(f"jsonrpc-notify[{self._label}]")
+        self._table = PendingTable(self._label, self._lane)
+        self._workers = WorkerPool(handler_workers, f"jsonrpc-handler[{self._label}]")
+        self._callbacks = WorkerPool(handler_workers, f"jsonrpc-callback[{self._label}]")
         self._request_handlers: Dict[str, RequestHandler] = {}
         self._notification_handlers: Dict[str, NotificationHandler] = {}
-        self._workers = WorkerPool(handler_workers, f"jsonrpc-handler[{self._label}]")
-        # The optional fast path of transports whose callers can read their own answers.
-        self._read_directly: Optional[Callable[[Callable[[], bool], Optional[float]], bool]] = getattr(
-            transport, "read_directly", None
-        )
-        self._resume_reader: Optional[Callable[[], None]] = getattr(transport, "resume_reader", None)
-        # The optional fast path of transports that can run a whole exchange on the caller's thread.
-        self._exchange_directly: Optional[Callable[[bytes, Sequence[RequestId], Optional[float]], bool]] = getattr(
-            transport, "exchange_directly", None
-        )
+        # _close_lock guards _close_started; _close_done is set once close() finished.
+        self._close_lock = threading.Lock()
+        self._close_started = False
+        self._close_done = threading.Event()
         try:
             transport.start(self)
         except BaseException:
-            self._workers.shutdown(0)
+            self._shutdown_workers(0.0)
             raise
 
     # -- public API -------------------------------------------------------------
@@ -322,7 +167,7 @@ class JsonRpcClient:
     @property
     def closed(self) -> bool:
         """True once the client was closed or its transport went away."""
-        return self._closed_error is not None
+        return self._table.closed
 
     def request(
         self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT
@@ -333,27 +178,43 @@ class JsonRpcClient:
         peer's error as a :class:`JsonRpcError` (or its subclass for the standard
         codes), :class:`RequestTimeout` when ``timeout`` passes first, or
         :class:`TransportClosed`.  ``future.cancel()`` withdraws the request (and
-        sends the configured cancellation notification).  Done-callbacks run on
-        the thread that settles the future (often the reader thread): keep them short.
+        sends the configured cancellation notification).  Never blocks on the
+        transport: a peer that does not read gets the request when it does,
+        and the future times out meanwhile.
+
+        ``future.result(timeout=t)`` bounds only that wait: the request stays
+        pending until its own ``timeout`` (or ``cancel()``).  Done-callbacks run
+        on one of the client's callback workers when the library settles the
+        future, on the calling thread when you cancel it.
 
         Args:
             method: the method name.
             params: a mapping or a sequence, or ``None`` to omit ``params``.
-            timeout: seconds to wait for the response; ``None`` waits forever;
-                by default the client's ``default_timeout``.
+            timeout: seconds to wait for the response; ``None`` (or ``inf``)
+                waits forever; by default the client's ``default_timeout``.
 
         Raises:
             TransportClosed: at once, when the client is closed.
-            TypeError: when params cannot be encoded as JSON.
+            TypeError: when params cannot be encoded as JSON, or for a bad timeout.
+            ValueError: for a NaN in params or a negative or NaN timeout.
         """
-        _, entry = self._start_request(method, params, timeout)
-        resume = self._resume_reader
-        if resume is not None:
-            resume()  # whoever reads must read for this one too
-        return cast("Future[Any]", entry.future)
+        resolved = self._resolve_timeout(timeout)
+        request_id = next(self._ids)
+        data = messages.encode(messages.request_message(request_id, method, params))
+        future = RequestFuture(self, request_id, self)
+        entry = Pending(future, method, resolved, self._lane.in_lane())
+        self._table.add(request_id, entry)
+        if resolved is not None:
+            entry.timer = self._scheduler.call_later(resolved, self._expire, request_id)
+            if request_id not in self._table:  # settled already: drop the timer at once
+                timer, entry.timer = entry.timer, None
+                if timer is not None:
+                    timer.cancel()
+        self._send_requests(data, (request_id,), None)
+        return future
 
     def call(self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Any:
-        """Send a request and block until its result arrives.
+        """Send a request and block until its result arrives, or its timeout.
 
         Args: as :meth:`request`.
 
@@ -363,43 +224,51 @@ class JsonRpcClient:
         Raises:
             JsonRpcError: the peer's error (a subclass for the standard codes).
             RequestTimeout: no response within ``timeout``; the caller's thread is
-                free again, the peer may still be working.
+                free again, the peer may still be working (and was sent the
+                cancellation notification, where configured).
             TransportClosed: the transport went away (or the client is closed).
+            TypeError, ValueError: as :meth:`request`, before anything is sent.
         """
-        exchange = self._exchange_directly
-        if exchange is not None:
-            # Fast path: the transport carries the request and reads its answer on
-            # this thread, bounded by the deadline (no hand-off to a transport thread).
-            request_id, entry = self._start_request(method, params, timeout, waiter=True, exchange=exchange)
-            return cast(_CallWaiter, entry.future).result()
-        read = self._read_directly
-        if read is None:
-            return self.request(method, params, timeout=timeout).result()
-        # Fast path: read the answer on this thread when no other thread is reading
-        # (no hand-off from the reader thread); else wait for it as request() does.
-        request_id, entry = self._start_request(method, params, timeout, waiter=True)
-        pending = self._pending
-        if len(pending) > 1:
-            # Others wait too: the reader thread reads for all of them (no baton traffic).
-            self._resume_reader()  # type: ignore[misc]
-            return cast(_CallWaiter, entry.future).result()
-        timer = entry.timer
-        if read(lambda: request_id not in pending, None if timer is None else timer.deadline) and pending:
-            self._resume_reader()  # type: ignore[misc]  # others wait: the reader thread reads for them
-        return cast(_CallWaiter, entry.future).result()
+        resolved = self._resolve_timeout(timeout)
+        deadline = deadline_after(resolved)
+        request_id = next(self._ids)
+        data = messages.encode(messages.request_message(request_id, method, params))
+        waiter = CallWaiter()
+        self._table.add(request_id, Pending(waiter, method, resolved, self._lane.in_lane()))
+        try:
+            drive = self._capabilities.drive_call
+            if drive is None or not self._drive(drive, data, request_id, waiter, deadline):
+                self._send_requests(data, (request_id,), deadline)
+            if not waiter.wait(deadline):
+                self._expire(request_id)
+        except BaseException as exc:  # interrupted (KeyboardInterrupt): never leave it behind
+            if self._table.interrupt(request_id, exc) is not None:
+                self._tell_peer(request_id, f"Interrupted: {type(exc).__name__}")
+            raise
+        return waiter.result()
 
-    def notify(self, method: str, params: messages.Params = None) -> None:
+    def notify(self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
         """Send a notification (no answer is expected).
+
+        Returns once the transport took it: over stdio once it is queued for
+        the child's stdin, in order; over HTTP once the server accepted it.
+
+        Args:
+            method: the notification's method.
+            params: a mapping, a sequence or ``None``.
+            timeout: the longest this may block; by default the client's ``default_timeout``.
 
         Raises:
             TransportClosed: when the client is closed or the write failed.
-            TypeError: when params cannot be encoded as JSON.
+            RequestTimeout: (HTTP) the server did not accept it within ``timeout``.
+            TypeError, ValueError: when params cannot be encoded, or for a bad timeout.
         """
+        deadline = deadline_after(self._resolve_timeout(timeout))
         data = messages.encode(messages.notification_message(method, params))
-        closed = self._closed_error
+        closed = self._table.closed_error()
         if closed is not None:
             raise closed
-        self._transport.send(data)
+        self._transport.send(data, (), deadline=deadline)
 
     def cancel(self, future: Future[Any], reason: str = "Cancelled by the client") -> bool:
         """Withdraw the request behind ``future`` (from :meth:`request`) and tell the peer why.
@@ -408,9 +277,9 @@ class JsonRpcClient:
         notification (where the client is configured to send one).
 
         Returns:
-            True when the request was still pending and is now cancelled.
+            True when the future is cancelled (now or before), False when it had settled.
         """
-        if isinstance(future, _RequestFuture):
+        if isinstance(future, RequestFuture):
             return future.cancel_with_reason(reason)
         return future.cancel()
 
@@ -432,48 +301,53 @@ class JsonRpcClient:
     def on_request(self, method: str, handler: RequestHandler) -> None:
         """Answer the peer's requests for ``method`` with ``handler(params)``.
 
-        The handler runs on a worker thread and may call back into this client.
+        The handler runs on a handler worker and may call back into this client.
         Its return value is the result; raising a :class:`JsonRpcError` answers
-        with that error; any other exception answers -32603 with the exception's
-        class name (the traceback is logged, not sent).  Requests for methods
-        without a handler are answered -32601.  Registering again replaces the
-        handler.
+        with that error; anything else it raises (``SystemExit`` included)
+        answers -32603 with the exception's class name (the traceback is
+        logged, not sent).  Requests for methods without a handler are answered
+        -32601.  Registering again replaces the handler.
         """
         self._request_handlers[method] = handler
 
     def on_notification(self, method: str, handler: NotificationHandler) -> None:
         """Call ``handler(params)`` for the peer's notifications of ``method``.
 
-        Notification handlers run one at a time, in arrival order, on a worker
-        thread; their exceptions are logged.  A response that arrives after a
-        notification is delivered after that notification's handler returned, so
-        keep handlers short.  A handler may call this client (its own requests'
-        responses do not wait behind the queue).
+        Notification handlers run one at a time, in arrival order, on the
+        client's notification thread; what they raise is logged.  A response
+        that arrives after a notification is delivered after that
+        notification's handler returned (or at its request's deadline,
+        whichever comes first), so keep handlers short.  A handler may call
+        this client: its own requests' responses never wait behind it.
         """
         self._notification_handlers[method] = handler
 
+    def has_pending(self) -> bool:
+        """True while some request waits for its answer (also the transport's sink call)."""
+        return bool(len(self._table))
+
     def close(self) -> None:
-        """Close the transport and fail every pending request with ``TransportClosed``.
+        """Fail every pending request with ``TransportClosed``, then close the transport.
 
         Bounded in time (the transport's escalation, then
-        ``HANDLER_SHUTDOWN_GRACE_S`` for running handlers).  Idempotent and
-        thread-safe; a second caller waits for the first to finish.
+        ``HANDLER_SHUTDOWN_GRACE_S`` for running handlers and
+        ``CALLBACK_SHUTDOWN_GRACE_S`` for queued done-callbacks).  Idempotent
+        and thread-safe; a second caller waits (bounded) for the first to
+        finish, unless it is one of this client's own threads.
         """
-        with self._lock:
+        with self._close_lock:
             first = not self._close_started
             self._close_started = True
-            if self._closed_error is None:
-                self._closed_error = TransportClosed("Client closed")
         if not first:
-            if not self._workers.in_worker():
-                self._close_done.wait()
+            if current_worker() not in (self._workers, self._lane, self._callbacks):
+                self._close_done.wait(SECOND_CLOSE_WAIT_S)
             return
         try:
+            self._table.close(TransportClosed("Client closed"))
             try:
                 self._transport.close()
             finally:
-                self._fail_all(self._closed_error)
-                self._workers.shutdown(HANDLER_SHUTDOWN_GRACE_S)
+                self._shutdown_workers(HANDLER_SHUTDOWN_GRACE_S)
         finally:
             self._close_done.set()
 
@@ -489,13 +363,13 @@ class JsonRpcClient:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"{len(self._pending)} pending"
+        state = "closed" if self.closed else f"{len(self._table)} pending"
         return f"<JsonRpcClient {self._label} {state}>"
 
     # -- MessageSink: called by the transport -----------------------------------
 
     def message_received(self, data: bytes) -> None:
-        """Transport callback: one JSON text arrived.  Never raises."""
+        """Transport callback: one JSON text arrived.  Never raises, never runs user code."""
         try:
             value = messages.decode(data)
         except JsonRpcError:
@@ -514,136 +388,50 @@ class JsonRpcClient:
 
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         """Transport callback: these requests failed in transit."""
-        for request_id in request_ids:
-            with self._lock:
-                entry = self._pending.pop(request_id, None)
-            if entry is not None:
-                self._settle_error(entry, error)
-
-    def has_pending(self) -> bool:
-        """Transport callback (optional in the sink protocol): True while some request waits.
-
-        A transport whose callers may read their own answers (``read_directly``)
-        lets its reader thread step aside only while this is False.
-        """
-        return bool(self._pending)
+        self._table.fail(request_ids, error)
 
     def transport_closed(self, error: TransportClosed) -> None:
         """Transport callback: the transport is gone; fail everything pending."""
-        with self._lock:
-            if self._closed_error is None or not self._close_started:
-                # The transport's error carries the exit code and stderr.
-                self._closed_error = error
-        self._fail_all(error)
+        self._table.close(error)
 
     # -- internals ----------------------------------------------------------------
 
     def _resolve_timeout(self, timeout: Timeout) -> Optional[float]:
         if isinstance(timeout, _Default) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
             return self.default_timeout
-        _check_timeout(timeout)
-        return timeout
+        return check_timeout(timeout)
 
-    def _start_request(
+    def _drive(
         self,
-        method: str,
-        params: messages.Params,
-        timeout: Timeout,
-        *,
-        waiter: bool = False,
-        exchange: Optional[Callable[[bytes, Sequence[RequestId], Optional[float]], bool]] = None,
-    ) -> Tuple[RequestId, _Pending]:
-        """Register, arm the deadline and send one request; its future settles later.
-
-        ``waiter``: the request belongs to a ``call()``, whose future nobody else sees.
-        ``exchange``: the transport's ``exchange_directly``, tried before ``send``.
-        """
-        resolved = self._resolve_timeout(timeout)
-        request_id: RequestId
-        if waiter:
-            request_id = next(self._ids)
-            entry = _Pending(_CallWaiter(), method, resolved)
-        else:
-            request_id, entry = self._register(method, resolved)
-        data = messages.encode(messages.request_message(request_id, method, params))
-        if self._workers.in_ordered_task():
-            entry.jumps_queue = True
-        with self._lock:
-            if self._closed_error is not None:
-                raise self._closed_error
-            self._pending[request_id] = entry
-        timer = None
-        if resolved is not None:
-            timer = entry.timer = self._scheduler.call_later(resolved, self._expire, request_id)
-        self._send_tracked(data, (request_id,), exchange, None if timer is None else timer.deadline)
-        return request_id, entry
-
-    def _send_tracked(
-        self,
+        drive: Callable[[bytes, RequestId, Callable[[], bool], Optional[float]], bool],
         data: bytes,
-        request_ids: Sequence[RequestId],
-        exchange: Optional[Callable[[bytes, Sequence[RequestId], Optional[float]], bool]] = None,
-        deadline: Optional[float] = None,
-    ) -> None:
-        """Send (through ``exchange_directly`` when given and accepted); a failure settles the requests."""
+        request_id: RequestId,
+        waiter: CallWaiter,
+        deadline: Optional[float],
+    ) -> bool:
+        """Let the transport carry the call on this thread; False when it declined (nothing sent)."""
         try:
-            if exchange is not None and exchange(data, request_ids, deadline):
-                return
-            self._transport.send(data, request_ids)
+            return drive(data, request_id, waiter.settled, deadline)
         except JsonRpcError as exc:
-            self.requests_failed(request_ids, exc)
-        except (OSError, ValueError) as exc:
-            self.requests_failed(request_ids, TransportClosed(f"write failed: {exc}"))
+            self._table.fail((request_id,), exc)
+            return True
 
-    def _register(self, method: str, timeout: Optional[float]) -> Tuple[RequestId, _Pending]:
-        request_id = next(self._ids)
-        entry = _Pending(_RequestFuture(self, request_id), method, timeout)
-        return request_id, entry
+    def _send_requests(self, data: bytes, request_ids: Sequence[RequestId], deadline: Optional[float]) -> None:
+        """Hand requests to the transport; a failure to send settles them (never raises)."""
+        try:
+            self._transport.send(data, request_ids, deadline=deadline)
+        except JsonRpcError as exc:
+            self._table.fail(request_ids, exc)
+        except (OSError, ValueError) as exc:
+            self._table.fail(request_ids, TransportClosed(f"write failed: {exc}"))
 
     def _dispatch(self, message: Dict[str, Any]) -> None:
         if "method" not in message:
-            self._handle_response(message)
+            self._table.deliver(message)
         elif "id" in message:
             self._handle_request(message)
         else:
             self._handle_notification(message)
-
-    def _handle_response(self, message: Dict[str, Any]) -> None:
-        request_id: RequestId = message.get("id")  # type: ignore[assignment]
-        kind = type(request_id)
-        if kind is not int and kind is not str:
-            if "error" in message:
-                logger.warning("%s: error response without a usable id: %.300r", self._label, message)
-            else:
-                logger.warning("%s: skipping a response with an invalid id: %.300r", self._label, message)
-            return
-        with self._lock:
-            entry = self._pending.pop(request_id, None)
-        if entry is None:
-            logger.debug("%s: dropping a late or unknown response (id %r)", self._label, request_id)
-            return
-        timer = entry.timer
-        if timer is not None:
-            timer.cancel()
-        if self._workers.ordered_backlog and not entry.jumps_queue:
-            # Notifications received before this response are still being handled.
-            try:
-                self._workers.submit_ordered(self._settle_response, entry, message)
-                return
-            except PoolClosed:
-                pass
-        self._settle_response(entry, message)
-
-    def _settle_response(self, entry: _Pending, message: Dict[str, Any]) -> None:
-        if "result" in message:
-            if "error" in message:
-                _set_exception(entry.future, InvalidRequest("Response has both result and error", data=message))
-            else:
-                _set_result(entry.future, message["result"])
-        elif "error" in message:
-            _set_exception(entry.future, error_from_response(message["error"]))
-        else:
-            _set_exception(entry.future, InvalidRequest("Response has neither result nor error", data=message))
 
     def _handle_notification(self, message: Dict[str, Any]) -> None:
         method = message.get("method")
@@ -651,159 +439,158 @@ class JsonRpcClient:
         if handler is None:
             logger.debug("%s: no handler for notification %.100r", self._label, method)
             return
+        params = message.get("params")
         try:
-            self._workers.submit_ordered(self._run_notification, handler, method, message.get("params"))
+            self._lane.submit(run_notification, method, lambda: handler(params), self._label)
         except PoolClosed:
             logger.debug("%s: notification %r after close dropped", self._label, method)
-
-    def _run_notification(self, handler: NotificationHandler, method: str, params: Any) -> None:
-        try:
-            handler(params)
-        except Exception:
-            logger.exception("%s: notification handler for %r failed", self._label, method)
 
     def _handle_request(self, message: Dict[str, Any]) -> None:
         try:
             request = messages.parse_message(message)
         except InvalidRequest as exc:
-            request_id = messages.id_of(message)
             logger.warning("%s: invalid request from peer: %s", self._label, exc)
-            self._submit_answer(messages.error_message(request_id, exc))
+            answer = messages.encode(messages.error_message(messages.id_of(message), exc))
+            self._submit(self._send_answer, answer)
             return
         assert isinstance(request, messages.Request)
+        self._submit(self._run_request, request)
+
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> None:
         try:
-            self._workers.submit(self._run_request, request)
+            self._workers.submit(fn, *args)
         except PoolClosed:
-            logger.debug("%s: request %r after close dropped", self._label, request.method)
+            logger.debug("%s: work after close dropped", self._label)
 
     def _run_request(self, request: messages.Request) -> None:
         handler = self._request_handlers.get(request.method)
-        answer: Dict[str, Any]
         if handler is None:
-            answer = messages.error_message(request.id, MethodNotFound(f"Method not found: {request.method}"))
+            error = MethodNotFound(f"Method not found: {request.method}")
+            answer = messages.encode(messages.error_message(request.id, error))
         else:
-            try:
-                answer = messages.response_message(request.id, handler(request.params))
-            except JsonRpcError as exc:
-                answer = messages.error_message(request.id, exc)
-            except Exception as exc:
-                logger.exception("%s: handler for %r failed", self._label, request.method)
-                error = InternalError(data={"exception": type(exc).__name__})
-                answer = messages.error_message(request.id, error)
+            params = request.params
+            answer = answer_request(request.id, request.method, lambda: handler(params), self._label)
         self._send_answer(answer)
 
-    def _submit_answer(self, answer: Dict[str, Any]) -> None:
+    def _send_answer(self, data: bytes) -> None:
         try:
-            self._workers.submit(self._send_answer, answer)
-        except PoolClosed:
-            pass
-
-    def _send_answer(self, answer: Dict[str, Any]) -> None:
-        try:
-            data = messages.encode(answer)
-        except (TypeError, ValueError) as exc:
-            logger.error("%s: handler result for id %r is not JSON: %s", self._label, answer.get("id"), exc)
-            error = InternalError("Result is not JSON-serializable", data={"exception": type(exc).__name__})
-            data = messages.encode(messages.error_message(answer.get("id"), error))
-        try:
-            self._transport.send(data)
-        except JsonRpcError as exc:
-            logger.debug("%s: could not send the answer to id %r: %s", self._label, answer.get("id"), exc)
+            self._transport.send(data, (), deadline=deadline_after(ANSWER_SEND_TIMEOUT_S))
+        except (JsonRpcError, OSError, ValueError) as exc:
+            logger.debug("%s: could not send an answer: %s", self._label, exc)
 
     def _expire(self, request_id: RequestId) -> None:
-        # Runs on the timer thread: keep it short.
-        with self._lock:
-            entry = self._pending.pop(request_id, None)
-        if entry is None:
-            return
-        _set_exception(entry.future, RequestTimeout(entry.method, request_id, entry.timeout))
-        self._send_cancellation(request_id, f"Request timed out after {entry.timeout}s")
+        """The deadline passed (timer thread, or the caller of ``call()``).  Never blocks."""
+        entry = self._table.expire(request_id)
+        if entry is not None:
+            self._tell_peer(request_id, f"Request timed out after {entry.timeout}s")
 
     def _withdraw(self, request_id: RequestId, reason: str) -> None:
         """The caller cancelled the future: forget the request and tell the peer."""
-        with self._lock:
-            entry = self._pending.pop(request_id, None)
-        if entry is None:
-            return
-        if entry.timer is not None:
-            entry.timer.cancel()
-        self._send_cancellation(request_id, reason)
+        if self._table.withdraw(request_id) is not None:
+            self._tell_peer(request_id, reason)
 
-    def _send_cancellation(self, request_id: RequestId, reason: str) -> None:
+    def _tell_peer(self, request_id: RequestId, reason: str) -> None:
+        """Stop the transport's work for the request and send the cancellation (on a worker)."""
+        abandon = self._capabilities.abandon
+        if abandon is not None:
+            try:
+                abandon((request_id,))
+            except Exception:
+                logger.exception("%s: the transport failed to abandon request %r", self._label, request_id)
         builder = self._cancellation
-        if builder is None or self._closed_error is not None:
+        if builder is None or self._table.closed:
             return
         notification = builder(request_id, reason)
         if notification is None:
             return
-        method, params = notification
-        try:
-            # Off the caller's (or timer's) thread: a full pipe must not block it.
-            self._workers.submit(self._notify_quietly, method, params)
-        except PoolClosed:
-            pass
+        self._submit(self._notify_quietly, notification[0], notification[1])
 
     def _notify_quietly(self, method: str, params: Dict[str, Any]) -> None:
         try:
-            self.notify(method, params)
+            self.notify(method, params, timeout=CANCELLATION_SEND_TIMEOUT_S)
         except JsonRpcError as exc:
             logger.debug("%s: could not send %s: %s", self._label, method, exc)
 
-    def _settle_error(self, entry: _Pending, error: BaseException) -> None:
-        if entry.timer is not None:
-            entry.timer.cancel()
-        _set_exception(entry.future, error)
+    def run_callback(self, fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
+        """Run a done-callback of a future the library settled, on a callback worker."""
+        try:
+            self._callbacks.submit(_run_done_callback, fn, future)
+        except PoolClosed:  # settled after close (rare): a thread of its own
+            thread = threading.Thread(
+                target=_run_done_callback, args=(fn, future), name=f"jsonrpc-callback[{self._label}]", daemon=True
+            )
+            thread.start()
 
-    def _fail_all(self, error: TransportClosed) -> None:
-        with self._lock:
-            entries = list(self._pending.values())
-            self._pending.clear()
-        for entry in entries:
-            self._settle_error(entry, error)
+    def _shutdown_workers(self, grace: float) -> None:
+        self._lane.shutdown(grace)
+        self._workers.shutdown(grace)
+        self._callbacks.shutdown(CALLBACK_SHUTDOWN_GRACE_S if grace else 0.0, drain=True)
 
     def _send_batch(self, items: List[_BatchItem]) -> None:
-        payload: List[Dict[str, Any]] = []
-        tracked: List[Tuple[RequestId, _Pending]] = []
+        """Send the messages of a batch as one array (see :class:`Batch`)."""
+        parts: List[bytes] = []
+        tracked: List[Tuple[RequestId, Pending]] = []
         for item in items:
-            payload.append(item.message)
-            if item.entry is not None:
-                tracked.append((item.message["id"], item.entry))
-        if not payload:
+            entry = item.entry
+            if entry is not None:
+                future = cast(RequestFuture, entry.future)
+                if future.cancelled():
+                    continue  # cancelled inside the block: never sent
+                tracked.append((future.request_id, entry))
+            parts.append(item.data)
+        if not parts:
             return
-        data = messages.encode(payload)
-        with self._lock:
-            if self._closed_error is not None:
-                error = self._closed_error
-            else:
-                error = None
-                for request_id, entry in tracked:
-                    self._pending[request_id] = entry
-        if error is not None:
+        data = b"[" + b",".join(parts) + b"]"
+        if not tracked:
+            closed = self._table.closed_error()
+            if closed is not None:
+                raise closed
+            self._transport.send(data, (), deadline=deadline_after(self.default_timeout))
+            return
+        in_lane = self._lane.in_lane()
+        for _, entry in tracked:
+            entry.immediate = in_lane
+        try:
+            self._table.add_many(tracked)
+        except TransportClosed as exc:
             for _, entry in tracked:
-                _set_exception(entry.future, error)
-            raise error
+                settle = cast(RequestFuture, entry.future)
+                if not settle.done():
+                    settle.set_exception(fresh_error(exc))
+            raise
         for request_id, entry in tracked:
             if entry.timeout is not None:
                 entry.timer = self._scheduler.call_later(entry.timeout, self._expire, request_id)
-        self._send_tracked(data, [request_id for request_id, _ in tracked])
-        if tracked and self._resume_reader is not None:
-            self._resume_reader()
+                if request_id not in self._table:
+                    timer, entry.timer = entry.timer, None
+                    if timer is not None:
+                        timer.cancel()
+        self._send_requests(data, [request_id for request_id, _ in tracked], None)
+
+
+def _run_done_callback(fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
+    try:
+        fn(future)
+    except Exception:
+        logger.exception("exception calling callback for %r", future)
 
 
 class _BatchItem:
-    """One message of a batch, built (and so checked) when it was added."""
+    """One message of a batch, encoded (and so checked) when it was added."""
 
-    __slots__ = ("entry", "message")
+    __slots__ = ("data", "entry")
 
-    def __init__(self, message: Dict[str, Any], entry: Optional[_Pending]) -> None:
-        self.message = message
+    def __init__(self, data: bytes, entry: Optional[Pending]) -> None:
+        self.data = data
         self.entry = entry  # None for a notification
 
 
 class Batch:
     """Requests and notifications collected to be sent as one JSON array.
 
-    Made by :meth:`JsonRpcClient.batch`; not thread-safe (fill it from one thread).
+    Made by :meth:`JsonRpcClient.batch`; not thread-safe (fill it from one
+    thread).  Each message is encoded when it is added, so bad params raise
+    there and nothing of them is sent.
     """
 
     def __init__(self, client: JsonRpcClient) -> None:
@@ -816,26 +603,31 @@ class Batch:
     ) -> Future[Any]:
         """Add a request; its future settles once the batch is sent and answered.
 
-        The timeout counts from the moment the batch is sent.
+        The timeout counts from the moment the batch is sent.  Cancelling the
+        future before the block ends leaves the request out of the batch.
 
         Raises:
             RuntimeError: when the batch was already sent.
-            TypeError: for ill-typed params.
+            TypeError, ValueError: for params that cannot be encoded, or a bad timeout.
         """
         self._check_open()
-        resolved = self._client._resolve_timeout(timeout)
-        request_id, entry = self._client._register(method, resolved)
-        self._items.append(_BatchItem(messages.request_message(request_id, method, params), entry))
-        return cast("Future[Any]", entry.future)
+        client = self._client
+        resolved = client._resolve_timeout(timeout)
+        request_id = next(client._ids)
+        data = messages.encode(messages.request_message(request_id, method, params))
+        future = RequestFuture(client, request_id, client)
+        self._items.append(_BatchItem(data, Pending(future, method, resolved, False)))
+        return future
 
     def notify(self, method: str, params: messages.Params = None) -> None:
         """Add a notification.
 
         Raises:
             RuntimeError: when the batch was already sent.
+            TypeError, ValueError: for params that cannot be encoded.
         """
         self._check_open()
-        self._items.append(_BatchItem(messages.notification_message(method, params), None))
+        self._items.append(_BatchItem(messages.encode(messages.notification_message(method, params)), None))
 
     def _check_open(self) -> None:
         if self._sent:
@@ -854,18 +646,9 @@ class Batch:
         if exc_type is not None:
             for item in self._items:
                 if item.entry is not None:
-                    cast("Future[Any]", item.entry.future).cancel()
+                    cast(RequestFuture, item.entry.future).cancel()
             return
         self._client._send_batch(self._items)
-
-
-def _check_timeout(timeout: Optional[float]) -> None:
-    if timeout is None:
-        return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
-    if not timeout >= 0:  # also refuses NaN
-        raise ValueError(f"timeout must be >= 0, not {timeout!r}")
 
 
 __all__ = [

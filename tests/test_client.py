@@ -64,7 +64,7 @@ def test_many_threads_many_calls_each_result_matched(client: JsonRpcClient) -> N
     for t in threads:
         t.join(60)
     assert not errors
-    assert not client._pending
+    assert not client.has_pending()
 
 
 def test_timeout_frees_the_caller_and_the_client_still_works(client: JsonRpcClient) -> None:
@@ -75,7 +75,7 @@ def test_timeout_frees_the_caller_and_the_client_still_works(client: JsonRpcClie
     assert isinstance(info.value, TimeoutError)
     assert info.value.method == "never" and info.value.timeout == 0.2
     assert client.call("add", [1, 1]) == 2
-    assert not client._pending
+    assert not client.has_pending()
 
 
 def test_late_answer_after_timeout_is_dropped_quietly(client: JsonRpcClient, caplog: pytest.LogCaptureFixture) -> None:
@@ -247,7 +247,7 @@ def test_future_cancel_withdraws_and_notifies_the_peer(style: Any, expected: Any
         assert future.cancelled()
         with pytest.raises(CancelledError):
             future.result()
-        assert not c._pending
+        assert not c.has_pending()
         log = _wait_for_notifications(c, 1, timeout=5.0 if expected else 0.3)
         if expected is None:
             assert log == []
@@ -303,7 +303,7 @@ def test_unencodable_params_raise_before_anything_is_sent(client: JsonRpcClient)
         client.request("echo", {"x": object()})
     with pytest.raises(TypeError):
         client.notify("echo", "not structured")  # type: ignore[arg-type]
-    assert not client._pending
+    assert not client.has_pending()
 
 
 def test_missing_command_fails_at_construction() -> None:

@@ -89,7 +89,7 @@ def test_timeout_then_still_usable_and_late_answer_dropped(client: JsonRpcClient
         client.call("sleep", {"seconds": 0.3, "result": "late"}, timeout=0.05)
     assert client.call("sleep", {"seconds": 0.5, "result": "on time"}) == "on time"
     assert client.call("add", [1, 1]) == 2
-    assert not client._pending
+    assert not client.has_pending()
 
 
 def test_slow_answer_does_not_hold_back_a_fast_one(client: JsonRpcClient) -> None:

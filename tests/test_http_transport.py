@@ -78,6 +78,9 @@ class RecordingSink:
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         self.failed.put((list(request_ids), error))
 
+    def has_pending(self) -> bool:
+        return True
+
     def transport_closed(self, error: TransportClosed) -> None:
         self.closed.append(error)
 

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from jsonrpc_threads.errors import MessageTooLarge, RequestId, TransportClosed
-from jsonrpc_threads.transports import stdio as stdio_module
+from jsonrpc_threads.transports.stdio import _exit_watch as exit_watch_module
 from jsonrpc_threads.transports.base import Transport
 from jsonrpc_threads.transports.stdio import (
     DEFAULT_ENV_ALLOWLIST,
@@ -56,6 +56,9 @@ class RecordingSink:
     def requests_failed(self, request_ids: Sequence[RequestId], error: Exception) -> None:
         self.failed.put((list(request_ids), error))
 
+    def has_pending(self) -> bool:
+        return True  # the tests read every answer through the reader thread
+
     def transport_closed(self, error: TransportClosed) -> None:
         with self.lock:
             self.closed_errors.append(error)
@@ -72,6 +75,13 @@ class RecordingSink:
 
 def request_bytes(request_id: RequestId, method: str, params: Any = None) -> bytes:
     message: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def notification_bytes(method: str, params: Any = None) -> bytes:
+    message: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         message["params"] = params
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -192,34 +202,37 @@ def test_concurrent_requests_with_ids_are_not_interleaved_or_lost(make: Maker) -
     assert sink.failed.empty()
 
 
-def test_request_sent_while_another_thread_writes_is_written_by_that_thread(make: Maker) -> None:
-    transport, sink = make()
-    child = transport._child
-    child.write_lock.acquire()  # as if another thread were writing
-    transport.send(request_bytes(1, "echo", [1]), [1])  # queued: returns at once
-    transport.send(request_bytes(2, "echo", [2]), [2])
-    assert len(child.write_queue) == 2
-    child.write_lock.release()
-    transport.send(request_bytes(3, "echo", [3]))  # the next writer writes the queue first
-    assert not child.write_queue
-    assert [json.loads(sink.next_message())["id"] for _ in range(3)] == [1, 2, 3]
-
-
-def test_queued_request_that_cannot_be_written_fails_through_the_sink(make: Maker) -> None:
+def test_sends_to_a_child_that_does_not_read_return_at_once(make: Maker) -> None:
+    # The peer stops reading stdin: far more than a pipe holds is queued, and no send blocks.
     transport, sink = make()
     assert call(transport, sink, 1, "echo", [1]) == [1]
-    child = transport._child
-    child.write_lock.acquire()
-    transport.send(request_bytes(2, "echo"), [2])  # queued
-    transport.send(request_bytes(3, "echo"), [3])
-    child.write_lock.release()
-    assert child.close_stdin(WAIT_S)  # closes stdin, then fails what was queued
-    ids, error = sink.failed.get(timeout=WAIT_S)
-    assert ids == [2, 3]
-    assert isinstance(error, TransportClosed)
-    assert not child.write_queue
-    with pytest.raises(TransportClosed):  # nobody writing: raised at once, as before
-        transport.send(request_bytes(4, "echo"), [4])
+    transport.send(request_bytes(2, "stall"), [2])
+    started = time.monotonic()
+    for i in range(3, 23):
+        transport.send(request_bytes(i, "echo", ["q" * 100_000]), [i])
+    assert time.monotonic() - started < 2.0
+    writer = transport._child.writer
+    assert writer is not None and writer.backlog_bytes > 1_000_000
+    # Requests given up are dropped while queued; the rest fail when stdin is closed.
+    transport.abandon([21, 22])
+    assert writer.close_stdin(0.2)
+    failed: List[Any] = []
+    while len(failed) < 18:
+        ids, error = sink.failed.get(timeout=WAIT_S)
+        assert isinstance(error, TransportClosed)
+        failed.extend(ids)
+    assert sorted(failed)[0] >= 3 and 21 not in failed and 22 not in failed
+    with pytest.raises(TransportClosed):
+        transport.send(request_bytes(30, "echo"), [30])
+
+
+def test_a_large_message_goes_out_whole_before_the_next(make: Maker) -> None:
+    transport, sink = make()
+    big = "b" * 3_000_000  # written by the writer thread, in pieces
+    transport.send(notification_bytes("first", [big]))
+    transport.send(notification_bytes("second", ["small"]))  # queued behind it
+    log = call(transport, sink, 1, "notifications_log", {"wait_for": 2, "timeout": WAIT_S})
+    assert [(n["method"], n["params"]) for n in log] == [("first", [big]), ("second", ["small"])]
 
 
 def test_blank_and_non_json_lines_are_passed_or_skipped(make: Maker) -> None:
@@ -547,8 +560,8 @@ def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         def no_pidfd(pid: int) -> int:
             raise OSError(errno.ENOSYS, "pidfd_open not available")
 
-        monkeypatch.setattr(stdio_module, "_PIDFD_OPEN", no_pidfd)
-    elif stdio_module._PIDFD_OPEN is None:
+        monkeypatch.setattr(exit_watch_module, "PIDFD_OPEN", no_pidfd)
+    elif exit_watch_module.PIDFD_OPEN is None:
         pytest.skip("no os.pidfd_open here")
     return str(request.param)
 
@@ -594,7 +607,7 @@ def test_output_written_before_the_exit_is_delivered_first(make: Maker, exit_wat
     transport, sink = make("--spawn-grandchild-at-start", start=False)
     transport.send(request_bytes(1, "echo", ["before the exit"]))
     # Nobody reads stdout yet: wait until the answer is in the pipe, then let the child exit.
-    assert select.select([transport._child.stdout_fd], [], [], WAIT_S)[0]
+    assert select.select([transport._child.popen.stdout], [], [], WAIT_S)[0]
     transport.send(request_bytes(2, "exit", {"code": 6}))
     wait_for_exit_unreaped(transport.pid)
     # The exit and the answer are both there when reading starts; the answer comes first.
@@ -612,11 +625,10 @@ def test_output_written_before_the_exit_is_delivered_first(make: Maker, exit_wat
 
 def test_direct_reader_sees_the_exit_behind_a_grandchild(make: Maker, exit_watch: str) -> None:
     transport, sink = make("--spawn-grandchild-at-start", start=False)
-    transport.send(request_bytes(1, "exit", {"code": 7}))
     # A caller reading its own answer (no reader thread yet): it returns at the exit, not at its deadline.
     started = time.monotonic()
     deadline = started + WAIT_S
-    assert transport.read_directly(lambda: time.monotonic() > deadline, deadline)
+    assert transport.drive_call(request_bytes(1, "exit", {"code": 7}), 1, lambda: time.monotonic() > deadline, deadline)
     assert time.monotonic() - started < WAIT_S / 2
     # The reader thread reports the end the direct reader saw.
     transport.start(sink)
@@ -679,6 +691,8 @@ def test_interpreter_exit_closes_open_transports(flags: Tuple[str, ...]) -> None
                 self.got.set()
             def requests_failed(self, ids, error):
                 pass
+            def has_pending(self):
+                return True
             def transport_closed(self, error):
                 pass
 

@@ -5,7 +5,7 @@ from typing import Iterator, List
 
 import pytest
 
-from jsonrpc_threads._workers import PoolClosed, WorkerPool
+from jsonrpc_threads._workers import PoolClosed, SerialLane, WorkerPool, waiting_for_answer
 
 WAIT_S = 5.0
 
@@ -33,43 +33,59 @@ def test_tasks_run_concurrently_up_to_max_workers(pool: WorkerPool) -> None:
         assert done.acquire(timeout=WAIT_S)
 
 
-def test_ordered_tasks_run_one_at_a_time_in_order(pool: WorkerPool) -> None:
+def test_lane_runs_tasks_one_at_a_time_in_order() -> None:
+    lane = SerialLane("test-lane")
     seen: List[int] = []
     finished = threading.Event()
-    for i in range(200):
-        pool.submit_ordered(seen.append, i)
-    pool.submit_ordered(finished.set)
-    assert finished.wait(WAIT_S)
-    assert seen == list(range(200))
+    try:
+        tickets = [lane.submit(seen.append, i) for i in range(200)]
+        assert tickets == list(range(1, 201))
+        last = lane.submit(finished.set)
+        assert finished.wait(WAIT_S)
+        assert seen == list(range(200))
+        assert lane.finished(last) and lane.submitted == last
+    finally:
+        lane.shutdown(WAIT_S)
 
 
-def test_ordered_backlog_holds_until_the_last_ordered_task_finished(pool: WorkerPool) -> None:
-    release = threading.Event()
-    started = threading.Event()
+def test_lane_ticket_is_finished_only_once_its_task_returned() -> None:
+    lane = SerialLane("test-lane")
+    release, started = threading.Event(), threading.Event()
+    try:
+        ticket = lane.submit(lambda: (started.set(), release.wait(WAIT_S)))
+        assert started.wait(WAIT_S)
+        assert not lane.finished(ticket)
+        inside: List[bool] = []
+        after = lane.submit(lambda: inside.append(lane.in_lane()))
+        release.set()
+        done = threading.Event()
+        lane.submit(done.set)
+        assert done.wait(WAIT_S)
+        assert lane.finished(after) and inside == [True] and not lane.in_lane()
+    finally:
+        lane.shutdown(WAIT_S)
 
-    def blocked() -> None:
-        started.set()
-        release.wait(WAIT_S)
 
-    assert not pool.ordered_backlog
-    pool.submit_ordered(blocked)
+def test_lane_survives_base_exceptions_and_shutdown_drops_the_queue(caplog: pytest.LogCaptureFixture) -> None:
+    lane = SerialLane("test-lane")
+    done, release, started = threading.Event(), threading.Event(), threading.Event()
+
+    def leave() -> None:
+        raise SystemExit(2)
+
+    lane.submit(leave)
+    lane.submit(lambda: (started.set(), release.wait(WAIT_S)))
     assert started.wait(WAIT_S)
-    assert pool.ordered_backlog
+    dropped = lane.submit(done.set)
+    shutdown = threading.Thread(target=lane.shutdown, args=(WAIT_S,))
+    shutdown.start()
     release.set()
-    done = threading.Event()
-    pool.submit(done.set)
-    assert done.wait(WAIT_S)
-
-
-def test_in_ordered_task_is_true_only_inside_ordered_tasks(pool: WorkerPool) -> None:
-    inside: List[bool] = []
-    outside: List[bool] = []
-    ordered_done, plain_done = threading.Event(), threading.Event()
-    pool.submit_ordered(lambda: (inside.append(pool.in_ordered_task()), ordered_done.set()))
-    pool.submit(lambda: (outside.append(pool.in_ordered_task()), plain_done.set()))
-    assert ordered_done.wait(WAIT_S) and plain_done.wait(WAIT_S)
-    assert (inside, outside) == ([True], [False])
-    assert not pool.in_ordered_task()
+    shutdown.join(WAIT_S)
+    assert lane.finished(dropped)
+    assert not done.is_set()  # dropped, never run
+    assert any(r.exc_info for r in caplog.records)
+    with pytest.raises(PoolClosed):
+        lane.submit(print)
 
 
 def test_failing_task_is_logged_and_pool_goes_on(pool: WorkerPool, caplog: pytest.LogCaptureFixture) -> None:
@@ -79,10 +95,59 @@ def test_failing_task_is_logged_and_pool_goes_on(pool: WorkerPool, caplog: pytes
         raise ValueError("boom")
 
     pool.submit(boom)
-    pool.submit_ordered(boom)
-    pool.submit_ordered(done.set)
+    pool.submit(boom)
+    assert pool.wait_idle(WAIT_S)
+    pool.submit(done.set)
     assert done.wait(WAIT_S)
     assert any(r.exc_info for r in caplog.records)
+
+
+def test_a_worker_waiting_for_an_answer_does_not_count(pool: WorkerPool) -> None:
+    # All three workers wait (as handlers blocked in a client call); a fourth task still runs.
+    release = threading.Event()
+    waiting = threading.Semaphore(0)
+
+    def handler() -> None:
+        with waiting_for_answer():
+            waiting.release()
+            release.wait(WAIT_S)
+
+    for _ in range(3):
+        pool.submit(handler)
+    for _ in range(3):
+        assert waiting.acquire(timeout=WAIT_S)
+    done = threading.Event()
+    pool.submit(done.set)
+    assert done.wait(WAIT_S)
+    release.set()
+    assert pool.wait_idle(WAIT_S)
+
+
+def test_a_busy_pool_without_waiting_workers_queues_work(pool: WorkerPool) -> None:
+    release = threading.Event()
+    busy = threading.Semaphore(0)
+    for _ in range(3):
+        pool.submit(lambda: (busy.release(), release.wait(WAIT_S)))
+    for _ in range(3):
+        assert busy.acquire(timeout=WAIT_S)
+    done = threading.Event()
+    pool.submit(done.set)
+    assert not done.wait(0.2)  # queued: the limit holds for workers that are not waiting
+    release.set()
+    assert done.wait(WAIT_S)
+
+
+def test_shutdown_with_drain_runs_what_is_queued() -> None:
+    pool = WorkerPool(1, "test-pool")
+    release, started = threading.Event(), threading.Event()
+    ran: List[int] = []
+    pool.submit(lambda: (started.set(), release.wait(WAIT_S)))
+    assert started.wait(WAIT_S)
+    for i in range(5):
+        pool.submit(ran.append, i)
+    release.set()
+    pool.shutdown(WAIT_S, drain=True)
+    assert ran == [0, 1, 2, 3, 4]
 
 
 def test_shutdown_refuses_new_work_and_is_idempotent_even_from_a_worker() -> None:
@@ -93,8 +158,9 @@ def test_shutdown_refuses_new_work_and_is_idempotent_even_from_a_worker() -> Non
     pool.shutdown(WAIT_S)
     with pytest.raises(PoolClosed):
         pool.submit(print)
-    with pytest.raises(PoolClosed):
-        pool.submit_ordered(print)
+    for t in threading.enumerate():
+        if t.name.startswith("test-pool"):
+            t.join(WAIT_S)
 
 
 def test_shutdown_is_bounded_by_a_stuck_task() -> None:

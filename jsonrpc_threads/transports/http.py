@@ -725,6 +725,12 @@ class HttpTransport:
                     self._direct_idle.notify_all()
         return True
 
+    def drive_call(
+        self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
+    ) -> bool:
+        """The :class:`~.base.DrivesCalls` capability: :meth:`exchange_directly` for one request."""
+        return self.exchange_directly(data, (request_id,), deadline)
+
     def close(self) -> None:
         """End the session (DELETE), stop every thread and connection, tell the sink.
 

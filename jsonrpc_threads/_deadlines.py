@@ -1,0 +1,78 @@
+"""Timeouts as they enter the library, and the deadlines made from them.
+
+Every timeout a caller passes goes through :func:`check_timeout` once, where it
+enters: a negative number or NaN is a :class:`ValueError`, a bool or a string
+a :class:`TypeError`, and ``inf`` (or anything longer than a thread can wait,
+:data:`threading.TIMEOUT_MAX`) means no deadline, exactly like ``None``.  From
+then on the library works with deadlines on the :func:`time.monotonic` clock
+(``None`` for none), and every wait goes through :func:`wait_slice`, which
+never hands a value a lock or ``poll()`` cannot take.  So no timeout, however
+odd, can break a waiting thread.
+
+Pure: no threads, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Optional
+
+#: The longest single wait the library asks of a lock, a condition or poll(): a
+#: longer (or endless) wait is made of slices of this length.  Far below
+#: threading.TIMEOUT_MAX and poll()'s int milliseconds on every platform.
+MAX_WAIT_SLICE_S = 3600.0
+
+#: Timeouts at or above this mean "no deadline" (a thread cannot wait longer).
+NO_DEADLINE_AT_S = min(threading.TIMEOUT_MAX, 1e9)
+
+
+def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
+    """Validate a timeout in seconds; ``None`` for no deadline.
+
+    Returns:
+        The timeout as a float, or ``None`` for ``None``, ``inf`` and anything
+        longer than a thread can wait.
+
+    Raises:
+        TypeError: for a bool, a string or anything that is not a real number.
+        ValueError: for a negative number or NaN.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds or None, not {type(timeout).__name__}")
+    value = float(timeout)
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{what} must be >= 0 seconds, not {timeout!r}")
+    if value >= NO_DEADLINE_AT_S:
+        return None
+    return value
+
+
+def deadline_after(timeout: Optional[float]) -> Optional[float]:
+    """The :func:`time.monotonic` deadline ``timeout`` seconds from now (``None`` stays ``None``)."""
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def time_left(deadline: Optional[float]) -> Optional[float]:
+    """Seconds until ``deadline`` (0.0 once passed); ``None`` for no deadline."""
+    if deadline is None:
+        return None
+    return max(0.0, deadline - time.monotonic())
+
+
+def wait_slice(deadline: Optional[float]) -> float:
+    """How long the next wait towards ``deadline`` may be: at most :data:`MAX_WAIT_SLICE_S`."""
+    if deadline is None:
+        return MAX_WAIT_SLICE_S
+    return min(MAX_WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))
+
+
+def passed(deadline: Optional[float]) -> bool:
+    """True once ``deadline`` has passed (never for ``None``)."""
+    return deadline is not None and time.monotonic() >= deadline
+
+
+__all__ = ["MAX_WAIT_SLICE_S", "check_timeout", "deadline_after", "passed", "time_left", "wait_slice"]

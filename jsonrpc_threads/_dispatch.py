@@ -1,0 +1,65 @@
+"""Running a handler for an incoming request or notification: one policy for both sides.
+
+The client (answering its peer's requests) and :mod:`jsonrpc_threads.server`
+(answering every request) run user handlers through the two functions here,
+so both map outcomes to answers the same way:
+
+- a result becomes a response (and when it cannot be encoded as JSON, a
+  ``-32603`` "Answer is not JSON-serializable" error, logged);
+- a :class:`~jsonrpc_threads.errors.JsonRpcError` raised by the handler becomes
+  that error, code, message and data as they are;
+- anything else the handler raises, ``SystemExit`` and ``KeyboardInterrupt``
+  included, becomes ``-32603`` with ``data: {"exception": "<ClassName>"}``;
+  the traceback is logged, never sent.  A request is always answered.
+
+A notification is never answered; what its handler raises is logged.
+
+Pure apart from logging: the caller picks the thread (always a worker, never
+a reader) and writes the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from .errors import InternalError, JsonRpcError, RequestId
+from .messages import encode, error_message, response_message
+
+logger = logging.getLogger(__name__)
+
+
+def answer_request(request_id: RequestId, method: str, invoke: Callable[[], Any], where: str) -> bytes:
+    """Run ``invoke()`` (the handler of request ``method``) and return its encoded answer.
+
+    ``where`` names the connection in log lines.  Never raises.
+    """
+    try:
+        result = invoke()
+    except JsonRpcError as exc:
+        logger.debug("%s: request %r (id %r) answered with error %s", where, method, request_id, exc)
+        answer = error_message(request_id, exc)
+    except BaseException as exc:  # SystemExit in a worker must still be answered
+        logger.exception("%s: handler for request %r (id %r) failed", where, method, request_id)
+        answer = error_message(request_id, InternalError(data={"exception": type(exc).__name__}))
+    else:
+        answer = response_message(request_id, result)
+    try:
+        return encode(answer)
+    except (TypeError, ValueError, RecursionError) as exc:
+        logger.error("%s: the answer to %r (id %r) is not JSON-serializable: %s", where, method, request_id, exc)
+        error = InternalError("Answer is not JSON-serializable", data={"exception": type(exc).__name__})
+        return encode(error_message(request_id, error))
+
+
+def run_notification(method: str, invoke: Callable[[], Any], where: str) -> None:
+    """Run ``invoke()`` (the handler of notification ``method``); what it raises is logged.  Never raises."""
+    try:
+        invoke()
+    except JsonRpcError as exc:
+        logger.debug("%s: notification handler for %r failed: %s", where, method, exc)
+    except BaseException:
+        logger.exception("%s: notification handler for %r failed", where, method)
+
+
+__all__ = ["answer_request", "run_notification"]

@@ -1,0 +1,283 @@
+"""The pending map, and the one path by which a request is settled.
+
+Theory of operation.  A request in flight is a :class:`Pending` entry in a
+:class:`PendingTable`, keyed by its id, added (under the table's one lock)
+before its bytes are written.  Every way a request can end goes through the
+same step: the entry is removed from the map under the lock, and whoever
+removed it settles its future, once, after letting go of the lock.  Whoever
+finds the id missing does nothing.  The ways are:
+
+- :meth:`PendingTable.deliver`: its response arrived;
+- :meth:`PendingTable.expire`: its deadline passed (the timer thread, or the
+  thread blocked in ``call()``);
+- :meth:`PendingTable.withdraw`: the caller cancelled its future;
+- :meth:`PendingTable.fail`: the transport could not carry it (a write
+  failure, an HTTP error for that request, a message too large);
+- :meth:`PendingTable.close`: the transport is gone or the client closed.
+
+Ordered delivery.  Notifications are handled one at a time, in arrival order,
+on the client's serial lane, and a response that arrives while notifications
+received before it are still queued or running waits for them: it stays in
+the map with its answer attached (``entry.answer``), and a marker queued on
+the lane behind those notifications delivers it.  Until then it is still
+pending for everyone else: its deadline, ``close()`` and transport loss all
+settle it, with the answer it already has (a deadline never passes with an
+answer in hand unused), so nothing is stranded.  A response to a request that
+was sent from the lane itself (a notification handler calling the client) is
+delivered at once: it must never wait behind the handler that waits for it.
+
+Errors are never shared: every future gets its own exception object, and a
+closed table raises a fresh :class:`TransportClosed` each time.
+
+Nothing here runs user code: settling a future may only queue its
+done-callbacks (see :mod:`._futures`).  Thread-safety: every method may be
+called from any thread.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ._futures import Settleable, settle_exception, settle_result
+from ._scheduler import TimerHandle
+from ._workers import PoolClosed, SerialLane
+from .errors import InvalidRequest, JsonRpcError, RequestId, RequestTimeout, TransportClosed, error_from_response
+
+logger = logging.getLogger(__name__)
+
+
+class Pending:
+    """One request in flight (kept small: 100,000 of these may be pending)."""
+
+    __slots__ = ("answer", "future", "immediate", "method", "timeout", "timer")
+
+    def __init__(self, future: Settleable, method: str, timeout: Optional[float], immediate: bool) -> None:
+        self.future = future
+        self.method = method
+        self.timeout = timeout
+        self.timer: Optional[TimerHandle] = None
+        # The response, once it arrived but waits for notifications queued before it.
+        self.answer: Optional[Dict[str, Any]] = None
+        # Sent from the notification lane: its answer must not wait behind the lane.
+        self.immediate = immediate
+
+
+def fresh_error(error: JsonRpcError) -> JsonRpcError:
+    """A copy of ``error`` without traceback, context or cause: one raise, one object."""
+    try:
+        duplicate = copy.copy(error)
+    except Exception:  # an exotic subclass that cannot be copied: build a plain one
+        duplicate = (
+            TransportClosed(error.message)
+            if isinstance(error, TransportClosed)
+            else JsonRpcError(error.code, error.message, error.data)
+        )
+    duplicate.__traceback__ = None
+    duplicate.__cause__ = None
+    duplicate.__context__ = None
+    return duplicate
+
+
+def _finish(entry: Pending, answer: Optional[Dict[str, Any]], error: Optional[BaseException]) -> None:
+    """Settle a removed entry: with its answer (a response message), or with ``error``."""
+    timer = entry.timer
+    if timer is not None:
+        entry.timer = None
+        timer.cancel()
+    future = entry.future
+    if answer is None:
+        settle_exception(future, error if error is not None else TransportClosed("Transport closed"))
+    elif "result" in answer:
+        if "error" in answer:
+            settle_exception(future, InvalidRequest("Response has both result and error", data=answer))
+        else:
+            settle_result(future, answer["result"])
+    elif "error" in answer:
+        settle_exception(future, error_from_response(answer["error"]))
+    else:
+        settle_exception(future, InvalidRequest("Response has neither result nor error", data=answer))
+
+
+class PendingTable:
+    """Requests in flight, by id; see the module docstring.
+
+    Args:
+        label: the transport's label, for log lines.
+        lane: the client's notification lane (for ordered delivery).
+    """
+
+    def __init__(self, label: str, lane: SerialLane) -> None:
+        self._label = label
+        self._lane = lane
+        # _lock guards _entries and _closed (and entries' answer).
+        self._lock = threading.Lock()
+        self._entries: Dict[RequestId, Pending] = {}
+        self._closed: Optional[TransportClosed] = None  # the template of what a closed table raises
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._entries
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed is not None
+
+    def closed_error(self) -> Optional[TransportClosed]:
+        """A fresh copy of the error a closed table fails requests with, or None while open."""
+        closed = self._closed
+        return None if closed is None else fresh_error(closed)  # type: ignore[return-value]
+
+    def add(self, request_id: RequestId, entry: Pending) -> None:
+        """Register one request.
+
+        Raises:
+            TransportClosed: (a fresh one) when the table is closed.
+        """
+        with self._lock:
+            closed = self._closed
+            if closed is None:
+                self._entries[request_id] = entry
+                return
+        raise fresh_error(closed)
+
+    def add_many(self, entries: Sequence[Tuple[RequestId, Pending]]) -> None:
+        """Register several requests at once (a batch); all or none.
+
+        Raises:
+            TransportClosed: (a fresh one) when the table is closed.
+        """
+        with self._lock:
+            closed = self._closed
+            if closed is None:
+                self._entries.update(entries)
+                return
+        raise fresh_error(closed)
+
+    # -- the ways a request ends ---------------------------------------------------
+
+    def deliver(self, message: Dict[str, Any]) -> None:
+        """A response arrived: settle its request, after the notifications received before it."""
+        request_id = message.get("id")
+        kind = type(request_id)
+        if kind is not int and kind is not str:
+            if "error" in message:
+                logger.warning("%s: error response without a usable id: %.300r", self._label, message)
+            else:
+                logger.warning("%s: skipping a response with an invalid id: %.300r", self._label, message)
+            return
+        lane = self._lane
+        with self._lock:
+            entry = self._entries.get(request_id)  # type: ignore[arg-type]
+            if entry is None:
+                queued = False
+            elif entry.immediate or lane.finished(lane.submitted):
+                del self._entries[request_id]  # type: ignore[arg-type]
+                queued = False
+            elif entry.answer is not None:
+                entry = None  # a second answer to the same request: dropped
+                queued = False
+            else:
+                entry.answer = message
+                queued = True
+        if entry is None:
+            logger.debug("%s: dropping a late or unknown response (id %r)", self._label, request_id)
+        elif not queued:
+            _finish(entry, message, None)
+        else:
+            try:
+                lane.submit(self._deliver_queued, request_id)
+            except PoolClosed:  # closing: settle it now, with its answer
+                self._deliver_queued(request_id)  # type: ignore[arg-type]
+
+    def _deliver_queued(self, request_id: RequestId) -> None:
+        """On the lane, behind the notifications that came before the answer: settle with it."""
+        with self._lock:
+            entry = self._entries.pop(request_id, None)
+        if entry is not None:
+            _finish(entry, entry.answer, None)
+
+    def expire(self, request_id: RequestId) -> Optional[Pending]:
+        """The request's deadline passed.
+
+        Settles it with :class:`RequestTimeout`, or with its answer when one
+        arrived and waits for earlier notifications.
+
+        Returns:
+            The entry when it timed out (the caller tells the peer), else None.
+        """
+        with self._lock:
+            entry = self._entries.pop(request_id, None)
+        if entry is None:
+            return None
+        if entry.answer is not None:
+            _finish(entry, entry.answer, None)
+            return None
+        _finish(entry, None, RequestTimeout(entry.method, request_id, entry.timeout))
+        return entry
+
+    def withdraw(self, request_id: RequestId) -> Optional[Pending]:
+        """The caller cancelled the request's future (already settled): forget it.
+
+        Returns:
+            The entry when it was still pending (the caller tells the peer), else None.
+        """
+        with self._lock:
+            entry = self._entries.pop(request_id, None)
+        if entry is None:
+            return None
+        timer = entry.timer
+        if timer is not None:
+            entry.timer = None
+            timer.cancel()
+        return entry
+
+    def interrupt(self, request_id: RequestId, error: BaseException) -> Optional[Pending]:
+        """The thread waiting in ``call()`` was interrupted: settle with ``error``, if still pending."""
+        with self._lock:
+            entry = self._entries.pop(request_id, None)
+        if entry is not None:
+            _finish(entry, None, error)
+        return entry
+
+    def fail(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
+        """These requests failed in transit: each gets its own copy of ``error``."""
+        failed: List[Pending] = []
+        with self._lock:
+            for request_id in request_ids:
+                entry = self._entries.pop(request_id, None)
+                if entry is not None:
+                    failed.append(entry)
+        first = True
+        for entry in failed:
+            if entry.answer is not None:  # it was answered after all
+                _finish(entry, entry.answer, None)
+            else:
+                _finish(entry, None, error if first else fresh_error(error))
+                first = False
+
+    def close(self, error: TransportClosed) -> None:
+        """Refuse new requests from now on, and fail every pending one with a copy of ``error``.
+
+        A request whose answer already arrived is settled with that answer.
+        The first close's error is the one later requests fail with (the
+        transport's own, with the exit code and stderr, when it ended first).
+        """
+        with self._lock:
+            if self._closed is None:
+                self._closed = error
+            entries = list(self._entries.values())
+            self._entries.clear()
+        for entry in entries:
+            if entry.answer is not None:
+                _finish(entry, entry.answer, None)
+            else:
+                _finish(entry, None, fresh_error(error))
+
+
+__all__ = ["Pending", "PendingTable", "fresh_error"]

@@ -1,0 +1,30 @@
+"""Framing without I/O: bytes in, messages out.
+
+Each decoder here is fed the bytes a transport read, in pieces of any size,
+and hands back the complete messages they hold; none of them reads or writes
+anything, starts a thread or takes a lock, so each is tested by feeding every
+input split at every offset.  Transports own the file descriptors and sockets
+and call these around their reads and writes.
+
+- :mod:`.lines`: one JSON text per line (stdio MCP servers, JSON-RPC tools).
+- :mod:`.content_length`: ``Content-Length`` headers and a body (language servers).
+
+Every decoder enforces a size limit without ever holding an oversized
+message whole: it reports :class:`Oversized` (with the head of the message,
+to find the id of a response it was) and skips the rest as it arrives.
+"""
+
+from __future__ import annotations
+
+from ._events import FramingError, Oversized
+from .content_length import ContentLengthDecoder, encode_content_length
+from .lines import LineDecoder, encode_line
+
+__all__ = [
+    "ContentLengthDecoder",
+    "FramingError",
+    "LineDecoder",
+    "Oversized",
+    "encode_content_length",
+    "encode_line",
+]

@@ -1,0 +1,24 @@
+"""Small helpers for threads that wait in ``poll()`` with a deadline."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Optional
+
+#: The longest a polling thread waits before it looks at its state again
+#: (for ``close()``, or a deadline that moved), in milliseconds.
+POLL_SLICE_MS = 50
+
+
+def poll_timeout_ms(deadline: Optional[float], slice_ms: int = POLL_SLICE_MS) -> int:
+    """Milliseconds for the next ``poll()`` towards ``deadline``: at most ``slice_ms``, at least 0."""
+    if deadline is None:
+        return slice_ms
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return 0
+    return min(slice_ms, max(1, math.ceil(left * 1000.0)))
+
+
+__all__ = ["POLL_SLICE_MS", "poll_timeout_ms"]

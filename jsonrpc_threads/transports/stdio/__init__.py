@@ -1,0 +1,305 @@
+"""Run a JSON-RPC peer as a child process and talk to it over stdin and stdout.
+
+Theory of operation.  The child is spawned when the transport is built
+(:mod:`._spawn`), so a command that cannot run fails at once.  Its three
+standard streams are pipes, each served by one piece:
+
+- stdin (:mod:`._writer`): messages go out in call order, each whole, and a
+  sender never blocks on a child that stopped reading;
+- stdout (:mod:`._reader`): decoded by the framing (one JSON text per line by
+  default, or ``Content-Length`` headers for language servers) and delivered
+  to the sink by the reader thread, or by a caller reading its own answer;
+- stderr (:mod:`._stderr`): drained from the start into the module logger and
+  a bounded tail, so a child that floods stderr never blocks on a full pipe.
+
+At end of stream the reader waits briefly for the child to exit and for the
+stderr drain to catch up, so the :class:`TransportClosed` it reports carries
+the exit code and the child's last words.  The child's exit is watched too
+(:mod:`._exit_watch`): a child that exits while a process it started still
+holds stdout ends the stream anyway.  :meth:`StdioTransport.close` reclaims
+the whole process tree (:mod:`._reclaim`): close stdin, wait, terminate every
+process of the tree, wait, kill what is left, reap; every wait bounded by a
+named constant.  :mod:`._child` ties the pieces together and holds the
+finalizer and the ``atexit`` hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import weakref
+from typing import Callable, Mapping, Optional, Sequence, Union
+
+from ...errors import RequestId
+from ...framing import encode_content_length, encode_line
+from ..base import MessageSink
+from ._child import (
+    ATEXIT_JOIN_S,
+    ATEXIT_STDIN_GRACE_S,
+    ATEXIT_TERMINATE_GRACE_S,
+    CLOSE_WAIT_S,
+    FRAMINGS,
+    THREAD_JOIN_S,
+    Child,
+    finalize,
+)
+from ._reader import EXIT_AFTER_EOF_WAIT_S, READER_PARK_S
+from ._reclaim import KILL_GRACE_S, STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, reap_quietly
+from ._spawn import DEFAULT_ENV_ALLOWLIST, Command, child_env, default_label, parse_command, spawn
+from ._stderr import DEFAULT_STDERR_TAIL_BYTES, STDERR_DRAIN_WAIT_S
+
+__all__ = [
+    "ATEXIT_JOIN_S",
+    "ATEXIT_STDIN_GRACE_S",
+    "ATEXIT_TERMINATE_GRACE_S",
+    "CLOSE_WAIT_S",
+    "DEFAULT_ENV_ALLOWLIST",
+    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_STDERR_TAIL_BYTES",
+    "EXIT_AFTER_EOF_WAIT_S",
+    "KILL_GRACE_S",
+    "READER_PARK_S",
+    "STDERR_DRAIN_WAIT_S",
+    "STDIN_CLOSE_GRACE_S",
+    "TERMINATE_GRACE_S",
+    "THREAD_JOIN_S",
+    "StdioTransport",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Default limit on one message from the child (one line, or one Content-Length body).
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+
+SinkRef = Callable[[], Optional[MessageSink]]
+
+
+def _strong_ref(sink: MessageSink) -> SinkRef:
+    return lambda: sink
+
+
+class StdioTransport:
+    """A child process speaking JSON-RPC on its stdin and stdout.
+
+    The child is started here, so :attr:`pid` is known at once and a command
+    that cannot run fails here.  Messages flow once :meth:`start` was called
+    (by the client).  Close it with :meth:`close` or a ``with`` block; one
+    that is garbage-collected unclosed is reclaimed with a
+    :class:`ResourceWarning`, and those still open at interpreter exit are
+    closed by an ``atexit`` hook (graces of :data:`ATEXIT_STDIN_GRACE_S` and
+    :data:`ATEXIT_TERMINATE_GRACE_S`, and no sink call).
+
+    Thread-safe: :meth:`send` may be called from any number of threads (each
+    message goes out whole, in call order, and no sender blocks on a child
+    that does not read); :meth:`close`, :meth:`stderr_tail`, :attr:`returncode`
+    from any thread at any time, including from inside a sink callback.
+
+    The environment of the child is, by default, only the parent's variables
+    named in :data:`DEFAULT_ENV_ALLOWLIST`, updated with ``env``; with
+    ``inherit_env=True`` it starts from the whole parent environment instead.
+
+    Args:
+        command: the argv list; a ``str`` is split with :func:`shlex.split`
+            (POSIX rules) and is never run through a shell.
+        env: variables to set in the child (a value of ``None`` removes that
+            variable).
+        cwd: the child's working directory; the parent's by default.
+        inherit_env: start from the parent's whole environment rather than the
+            allowlist.
+        max_line_bytes: the largest message accepted from the child (a line,
+            newline excluded, or a ``Content-Length`` body).  A longer one is
+            discarded with an error logged; when it is a response, its request
+            fails with :class:`~jsonrpc_threads.errors.MessageTooLarge`.
+        framing: ``"lines"`` (one JSON text per line: MCP servers, most
+            JSON-RPC tools) or ``"content-length"`` (headers and a body:
+            language servers).
+        stderr_tail_bytes: how much of the end of the child's stderr to keep
+            for :meth:`stderr_tail` and for :class:`TransportClosed` errors.
+        label: a short name for logs; derived from ``command`` by default.
+        stderr_log_level: the level at which each stderr line is logged on
+            this module's logger.
+
+    Raises:
+        TransportClosed: when the command cannot be started (not found, not
+            executable, bad ``cwd``); the message names the command and the
+            OS error.
+        ValueError: for an empty command, a non-positive ``max_line_bytes`` or
+            an unknown ``framing``.
+    """
+
+    def __init__(
+        self,
+        command: Command,
+        *,
+        env: Optional[Mapping[str, Optional[str]]] = None,
+        cwd: Optional[Union[str, os.PathLike[str]]] = None,
+        inherit_env: bool = False,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        framing: str = "lines",
+        stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES,
+        label: Optional[str] = None,
+        stderr_log_level: int = logging.DEBUG,
+    ) -> None:
+        argv = parse_command(command)
+        if max_line_bytes <= 0:
+            raise ValueError("max_line_bytes must be positive")
+        if framing not in FRAMINGS:
+            raise ValueError(f"framing must be one of {FRAMINGS}, not {framing!r}")
+        self.label = label or default_label(argv)
+        self.framing = framing
+        self._encode = encode_line if framing == "lines" else encode_content_length
+        started_at = time.time()
+        popen = spawn(argv, child_env(env, inherit_env), cwd)
+        try:
+            child = Child(
+                popen,
+                self.label,
+                framing=framing,
+                max_message_bytes=max_line_bytes,
+                stderr_tail_bytes=stderr_tail_bytes,
+                stderr_log_level=stderr_log_level,
+                started_at=started_at,
+            )
+        except BaseException:  # e.g. out of file descriptors
+            reap_quietly(popen)
+            for pipe in (popen.stdin, popen.stdout, popen.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise
+        self._child = child
+        self._sink: Optional[MessageSink] = None
+        try:
+            child.start_threads()
+        except BaseException:
+            child.close(notify=False)
+            raise
+        self._finalizer = weakref.finalize(self, finalize, child, f"StdioTransport({self.label!r}, pid={child.pid})")
+        # Interpreter exit is handled by the atexit hook, without a warning.
+        self._finalizer.atexit = False
+
+    @property
+    def pid(self) -> int:
+        """The child's process id."""
+        return self._child.pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """The child's exit status once it exited and was reaped, else ``None``.
+
+        Negative: killed by that signal (POSIX).
+        """
+        return self._child.popen.poll()
+
+    def stderr_tail(self) -> str:
+        """The end of what the child wrote to stderr (at most ``stderr_tail_bytes``).
+
+        Decoded as UTF-8 (invalid bytes replaced); starts at a line boundary when
+        older output was dropped.
+        """
+        return self._child.stderr_tail()
+
+    @property
+    def saw_content_length(self) -> bool:
+        """True once a ``framing="lines"`` stream carried a ``Content-Length:`` header (a language server?)."""
+        return self._child.reader.saw_content_length
+
+    def start(self, sink: MessageSink) -> None:
+        """Start the reader thread, which delivers each message of stdout to ``sink``.
+
+        The transport keeps ``sink`` alive; its threads refer to it weakly.
+
+        Raises:
+            TransportClosed: when the transport was closed.
+            RuntimeError: when called a second time.
+        """
+        sink_ref: SinkRef
+        try:
+            sink_ref = weakref.ref(sink)
+        except TypeError:  # an object without weak reference support: held strongly
+            sink_ref = _strong_ref(sink)
+        self._sink = sink
+        self._child.start_reader(sink_ref)
+
+    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
+        """Write one encoded message (or batch) to the child's stdin, framed.
+
+        Returns at once: the message is written now, or queued behind earlier
+        ones and written by the writer thread as the child reads, in order.
+        Only when :data:`~._writer.MAX_BACKLOG_BYTES` are already waiting does
+        it wait for room, until ``deadline``; past it the child is taken for
+        dead and the transport ends.
+
+        Raises:
+            TransportClosed: when the transport is closed or ended, the write
+                failed (broken pipe), or the child does not read (see above).
+            ValueError: with ``framing="lines"``, when ``data`` holds a newline.
+        """
+        frame = self._encode(data)
+        child = self._child
+        if child.ended:
+            raise child.closed_error("Transport closed")
+        assert child.writer is not None
+        child.writer.write(frame, request_ids, deadline)
+        if request_ids:
+            child.reader.ensure_reading()
+
+    def drive_call(
+        self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
+    ) -> bool:
+        """Send one request and read stdout on the calling thread until ``done()`` or ``deadline``.
+
+        The fast path of a blocking call (:class:`~.base.DrivesCalls`): the
+        thread that waits for an answer reads it itself, which saves the
+        hand-off from the reader thread.  Only one thread reads at a time: when
+        another caller is reading, this returns ``False`` at once (nothing
+        sent) and the caller sends as usual and waits.  Everything read here
+        is delivered to the sink as the reader thread would deliver it, in order.
+
+        Raises:
+            TransportClosed: when the transport is closed or the write failed.
+            ValueError: as :meth:`send`.
+        """
+        frame = self._encode(data)
+        child = self._child
+        if child.ended:
+            raise child.closed_error("Transport closed")
+        writer = child.writer
+        assert writer is not None
+        return child.reader.drive(lambda: writer.write(frame, (request_id,), deadline), done, deadline)
+
+    def abandon(self, request_ids: Sequence[RequestId]) -> None:
+        """These requests were given up: drop their messages if they are still queued for stdin."""
+        writer = self._child.writer
+        if writer is not None:
+            writer.abandon(request_ids)
+
+    def close(self) -> None:
+        """Reclaim the child and its whole process tree; bounded in time.
+
+        Lets what is queued for stdin go out, closes stdin and waits up to
+        :data:`STDIN_CLOSE_GRACE_S` (together) for the child to exit; then
+        terminates every process of its tree (collected before any signal) and
+        waits up to :data:`TERMINATE_GRACE_S`; then kills what is left and
+        waits up to :data:`KILL_GRACE_S`.  Then joins the threads and closes
+        the pipes, and calls ``sink.transport_closed`` if that was not done yet.
+        In a process forked after the child started, nothing is signalled:
+        the child is not this process's to reclaim.
+
+        Idempotent and thread-safe; a second concurrent call returns when the
+        first is done.  Safe to call from a sink callback (it does not wait for
+        its own thread).
+        """
+        self._finalizer.detach()
+        self._child.close()
+
+    def __enter__(self) -> StdioTransport:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        child = self._child
+        state = "closed" if child.closing else "ended" if child.ended else "running"
+        return f"<StdioTransport {self.label!r} pid={child.pid} {state}>"

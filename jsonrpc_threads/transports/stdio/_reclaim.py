@@ -1,0 +1,296 @@
+"""Reclaiming a child and its whole process tree, every wait bounded.
+
+The escalation of ``close()``: close stdin and wait (:data:`STDIN_CLOSE_GRACE_S`);
+terminate every process of the tree, collected before anything is signalled,
+and wait (:data:`TERMINATE_GRACE_S`); kill what is left and wait
+(:data:`KILL_GRACE_S`); reap.  The tree is the child's descendants, what is
+left in its process group, and (on Linux) every process that holds one of its
+pipes, found in ``/proc/*/fd``: a grandchild in its own session is found even
+after the child died.
+
+Only the process that started a child reclaims it: in a process forked after
+the start (a pre-forking web server's worker), the child is not ours, and
+nothing is signalled.
+
+:mod:`psutil` is imported here, when something is reclaimed, not when the
+library is imported.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Mapping, Optional, Protocol, Sequence
+
+if TYPE_CHECKING:
+    import psutil
+
+_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+
+#: ``close()``: how long the child gets to exit after its stdin was closed.
+STDIN_CLOSE_GRACE_S = 2.0
+#: ``close()``: how long the process tree gets to exit after SIGTERM.
+TERMINATE_GRACE_S = 2.0
+#: ``close()``: how long to wait for the tree to be gone after SIGKILL.
+KILL_GRACE_S = 2.0
+#: Processes started this long before the child are never taken for part of its tree
+#: (process start times are known to clock ticks, and pids are reused).
+CREATE_TIME_SLACK_S = 2.0
+
+#: Polling interval bounds while waiting for processes that are not our children.
+_POLL_MIN_S = 0.002
+_POLL_MAX_S = 0.05
+#: Where processes' open files can be listed (Linux): close() finds who holds the child's pipes.
+_PROC_FD_DIR = "/proc/self/fd"
+
+
+class Reclaimable(Protocol):
+    """What the reclaim needs of one child (the transport's process state)."""
+
+    popen: subprocess.Popen[bytes]
+    label: str
+    pid: int
+    owner_pid: int  # the process that started it
+    started_at: float  # time.time() just before it was started
+    new_session: bool
+    pipe_inodes: FrozenSet[int]
+
+    def close_stdin(self, timeout: float) -> bool: ...
+
+    def reclaim_done(self) -> None: ...
+
+
+def owned(child: Reclaimable) -> bool:
+    """True in the process that started ``child`` (False in a process forked since)."""
+    return os.getpid() == child.owner_pid
+
+
+def reclaim(children: Sequence[Reclaimable], *, stdin_grace: float, terminate_grace: float) -> None:
+    """End the children and their trees: stdin EOF, then SIGTERM, then SIGKILL, then reap."""
+    ours = [child for child in children if owned(child)]
+    try:
+        if ours:
+            _reclaim_trees(ours, stdin_grace=stdin_grace, terminate_grace=terminate_grace)
+    finally:
+        for child in children:
+            child.reclaim_done()
+
+
+def _reclaim_trees(children: Sequence[Reclaimable], *, stdin_grace: float, terminate_grace: float) -> None:
+    # Collect the trees before signalling anything: a child that exits orphans
+    # its descendants, which are then no longer found as its children.
+    trees = {child: collect_tree(child) for child in children}
+    deadline = time.monotonic() + stdin_grace
+    for child in children:
+        # A write stuck on a full pipe keeps stdin busy; then the child is not
+        # reading and closing stdin would not help: go on to terminate.
+        child.close_stdin(max(0.0, deadline - time.monotonic()))
+    for child in children:
+        if child.popen.poll() is None:
+            try:
+                child.popen.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    for child in children:
+        trees[child].update(collect_tree(child))
+    _signal_all(children, trees, kill=False)
+    if _wait_gone(children, trees, time.monotonic() + terminate_grace):
+        return
+    _signal_all(children, trees, kill=True)
+    if not _wait_gone(children, trees, time.monotonic() + KILL_GRACE_S):
+        for child in children:
+            _log.warning(
+                "[%s pid %d] still running after SIGKILL: %s",
+                child.label,
+                child.pid,
+                [child.pid] * (child.popen.returncode is None) + sorted(trees[child]),
+            )
+
+
+def collect_tree(child: Reclaimable) -> Dict[int, psutil.Process]:
+    """Every descendant of the child, what is left in its process group, and who holds its pipes."""
+    import psutil  # noqa: PLC0415 - only when something is reclaimed
+
+    found: Dict[int, psutil.Process] = {}
+    not_before = child.started_at - CREATE_TIME_SLACK_S
+    if child.popen.poll() is None:  # not reaped: its pid is still its own
+        try:
+            for proc in psutil.Process(child.pid).children(recursive=True):
+                found[proc.pid] = proc
+        except psutil.Error:
+            pass
+    if child.new_session:
+        for proc in _group_members(child.pid, not_before):
+            found.setdefault(proc.pid, proc)
+    # Whoever still holds a pipe: a grandchild in its own session is neither
+    # a descendant (once its parent died) nor in the group.
+    for proc in _pipe_holders(child.pipe_inodes, not_before):
+        if proc.pid != child.pid:
+            found.setdefault(proc.pid, proc)
+    return found
+
+
+def _group_members(pgid: int, not_before: float) -> List[psutil.Process]:
+    """Processes in process group ``pgid`` (POSIX), except its leader.
+
+    A group id is not reused while the group has members, so what is found here
+    belongs to the child's group, even after the child itself was reaped.
+    """
+    import psutil  # noqa: PLC0415
+
+    members: List[psutil.Process] = []
+    getpgid = getattr(os, "getpgid", None)
+    if getpgid is None:
+        return members
+    for proc in psutil.process_iter():
+        if proc.pid == pgid:
+            continue
+        try:
+            if getpgid(proc.pid) != pgid or proc.create_time() < not_before:
+                continue
+        except (OSError, psutil.Error):
+            continue
+        members.append(proc)
+    return members
+
+
+def _pipe_holders(inodes: Iterable[int], not_before: float) -> List[psutil.Process]:
+    """Other processes (started since ``not_before``) holding an end of one of these pipes (Linux).
+
+    Reads ``/proc/<pid>/fd`` of every process we may look at: a few
+    milliseconds, done only at ``close()``.  A pipe's inode number is not
+    reused while any end of it is open, and a holder must have been started
+    after the child, which rules out an unrelated process.
+    """
+    import psutil  # noqa: PLC0415
+
+    holders: List[psutil.Process] = []
+    if not os.path.isdir(_PROC_FD_DIR):
+        return holders
+    targets = {f"pipe:[{inode}]" for inode in inodes}
+    me = str(os.getpid())
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return holders
+    readlink = os.readlink
+    for name in names:
+        if not name.isdigit() or name == me:
+            continue
+        fd_dir = f"/proc/{name}/fd/"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:  # gone, or not ours to look at
+            continue
+        for fd in fds:
+            try:
+                if readlink(fd_dir + fd) not in targets:
+                    continue
+            except OSError:
+                continue
+            try:
+                proc = psutil.Process(int(name))
+                if proc.create_time() >= not_before:
+                    holders.append(proc)
+            except psutil.Error:
+                pass
+            break
+    return holders
+
+
+def _alive(proc: psutil.Process) -> bool:
+    """Running and not a zombie (an orphaned zombie may never be reaped in a container)."""
+    import psutil  # noqa: PLC0415
+
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True
+
+
+def _signal_all(
+    children: Iterable[Reclaimable], trees: Mapping[Reclaimable, Dict[int, psutil.Process]], kill: bool
+) -> None:
+    import psutil  # noqa: PLC0415
+
+    for child in children:
+        if child.popen.poll() is None:
+            try:
+                if kill:
+                    child.popen.kill()
+                else:
+                    child.popen.terminate()
+            except OSError:
+                pass
+        for proc in trees[child].values():
+            try:
+                if kill:
+                    proc.kill()
+                else:
+                    proc.terminate()
+            except psutil.Error:
+                pass
+
+
+def _wait_gone(
+    children: Sequence[Reclaimable], trees: Mapping[Reclaimable, Dict[int, psutil.Process]], deadline: float
+) -> bool:
+    """Wait until every child is reaped and every descendant gone; True if so.
+
+    Our own children are waited for with ``wait()`` (which reaps); processes
+    that are not our children can only be polled, with a growing interval.
+    """
+    delay = _POLL_MIN_S
+    while True:
+        busy = False
+        for child in children:
+            if child.popen.poll() is None:
+                busy = True
+            alive = {pid: proc for pid, proc in trees[child].items() if _alive(proc)}
+            trees[child].clear()
+            trees[child].update(alive)
+            busy = busy or bool(alive)
+        remaining = deadline - time.monotonic()
+        if not busy:
+            return True
+        if remaining <= 0:
+            return False
+        waiting = [c for c in children if c.popen.returncode is None]
+        if waiting and not any(trees[c] for c in children):
+            try:
+                waiting[0].popen.wait(remaining)
+            except subprocess.TimeoutExpired:
+                pass
+            continue
+        time.sleep(min(delay, remaining))  # polling processes that are not ours: no event to wait on
+        delay = min(delay * 2, _POLL_MAX_S)
+
+
+def reap_quietly(popen: subprocess.Popen[bytes], owner_pid: Optional[int] = None) -> None:
+    """Reap a child that could not be set up (kill, wait); nothing if it is not ours."""
+    if owner_pid is not None and os.getpid() != owner_pid:
+        return
+    try:
+        popen.kill()
+    except OSError:
+        pass
+    try:
+        popen.wait(KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+__all__ = [
+    "KILL_GRACE_S",
+    "STDIN_CLOSE_GRACE_S",
+    "TERMINATE_GRACE_S",
+    "Reclaimable",
+    "collect_tree",
+    "owned",
+    "reap_quietly",
+    "reclaim",
+]

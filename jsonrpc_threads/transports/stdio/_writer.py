@@ -1,0 +1,402 @@
+"""Writing to the child's stdin: in order, whole, and never blocking a caller.
+
+Theory of operation.  stdin is non-blocking, and one party at a time owns the
+writing (``_owner``): a caller, or the writer thread.  A frame goes on the
+wire in one of two ways, and which one never changes what the child reads:
+
+- the caller writes it itself, in one ``write()``, when nothing is queued,
+  nobody owns the writing and the frame is at most ``PIPE_BUF`` bytes: the
+  kernel then writes it whole or not at all (``EAGAIN``), so an interrupt
+  (``KeyboardInterrupt`` on the main thread) can never leave half of it in
+  the pipe;
+- otherwise it is queued, and the writer thread (started on first need)
+  writes the queue in order, waiting in ``poll()`` while the pipe is full.
+  Signals never interrupt that thread, so a large frame is always written
+  whole (or the pipe breaks).
+
+So :meth:`StdinWriter.write` returns at once even when the child has stopped
+reading: a request's caller waits for its answer within its own deadline, not
+for the pipe.  The queue is bounded (:data:`MAX_BACKLOG_BYTES`): a sender that
+finds it full waits for room until its deadline, and then the child is taken
+for dead (it has not read its stdin for that long) and writing ends.  Frames
+of requests the client gave up on are dropped while still queued
+(:meth:`StdinWriter.abandon`).  A failed write (broken pipe) fails the
+requests it carried, and those queued, through ``fail_requests``; every later
+write raises.  :meth:`StdinWriter.close_stdin` first lets the queue drain
+(bounded), so a last notification (an LSP ``exit``) still reaches the child.
+
+Thread-safety: every method may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import logging
+import os
+import select
+import threading
+import time
+from typing import IO, Callable, Deque, List, Optional, Sequence, Tuple
+
+from ..._deadlines import wait_slice
+from ...errors import JsonRpcError, RequestId, TransportClosed
+from .._poll import POLL_SLICE_MS
+
+_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+
+#: The most bytes queued for stdin; a sender waits for room (until its deadline) beyond it.
+MAX_BACKLOG_BYTES = 64 * 1024 * 1024
+#: Frames up to this size are written by the caller in one atomic write (POSIX PIPE_BUF).
+ATOMIC_WRITE_BYTES = int(getattr(select, "PIPE_BUF", 512))
+#: close_stdin(): after the queue had its time to drain, how long the writer gets to let go.
+WRITER_RELEASE_WAIT_S = 0.5
+#: The writer thread writes at most this much per system call.
+_WRITE_CHUNK_BYTES = 256 * 1024
+_CAN_POLL = hasattr(select, "poll")
+_CALLER = "caller"
+_THREAD = "thread"
+
+FailRequests = Callable[[Sequence[RequestId], JsonRpcError], None]
+ClosedError = Callable[[str], TransportClosed]
+
+
+class _Frame:
+    __slots__ = ("data", "offset", "request_ids")
+
+    def __init__(self, data: bytes, request_ids: Sequence[RequestId]) -> None:
+        self.data = data
+        self.request_ids = request_ids
+        self.offset = 0  # bytes of it already written (only ever the first frame of the queue)
+
+
+class StdinWriter:
+    """The child's stdin, written in order.  See the module docstring.
+
+    Args:
+        stream: the child's stdin (a raw binary pipe).
+        label, pid: for log lines and the thread's name.
+        fail_requests: called (outside any lock) with the ids of requests that
+            could not be written, and why.
+        closed_error: builds the ``TransportClosed`` for a message (exit code
+            and stderr tail included).
+        on_stalled: called (outside any lock) with the reason when the queue
+            stayed full past a sender's deadline: the child does not read.
+    """
+
+    def __init__(
+        self,
+        stream: IO[bytes],
+        label: str,
+        pid: int,
+        fail_requests: FailRequests,
+        closed_error: ClosedError,
+        on_stalled: Callable[[str], None],
+    ) -> None:
+        self._stream = stream
+        self._fd = stream.fileno()
+        self._label = label
+        self._pid = pid
+        self._fail_requests = fail_requests
+        self._closed_error = closed_error
+        self._on_stalled = on_stalled
+        if _CAN_POLL:
+            os.set_blocking(self._fd, False)
+        # _lock guards _queue, _queued_bytes, _owner, _in_flight, _error, _closed and
+        # _thread.  Two conditions on _lock: _work wakes the writer thread (handed
+        # the writing, or writing is over); _cond wakes those waiting for the queue
+        # to shrink or the owner to let go (room, close).  Apart, so that a caller
+        # letting go of a direct write never wakes the writer thread for nothing.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._work = threading.Condition(self._lock)
+        self._queue: Deque[_Frame] = collections.deque()
+        self._queued_bytes = 0
+        self._owner: Optional[str] = None  # who writes now: everybody else queues
+        self._in_flight = 0  # frames at the head of the queue the writer thread is writing now
+        self._error: Optional[str] = None  # why writing is over (broken pipe, closed)
+        self._closed = False  # stdin was closed
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def thread(self) -> Optional[threading.Thread]:
+        """The writer thread, once started."""
+        return self._thread
+
+    @property
+    def backlog_bytes(self) -> int:
+        """Bytes queued and not written yet."""
+        return self._queued_bytes
+
+    def write(self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float]) -> None:
+        """Put ``frame`` on the wire after everything written before it; never blocks on the pipe.
+
+        Raises:
+            TransportClosed: stdin is closed or broken, or the queue stayed
+                full until ``deadline`` (writing is over then).
+        """
+        direct = False
+        stalled: Optional[str] = None
+        with self._lock:
+            if self._error is not None:
+                raise self._closed_error(self._error)
+            if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL:
+                self._owner = _CALLER
+                direct = True
+            else:
+                stalled = self._wait_for_room(len(frame), deadline)
+                if stalled is None:
+                    self._queue.append(_Frame(frame, request_ids))
+                    self._queued_bytes += len(frame)
+                    if self._owner is None:
+                        self._hand_to_thread_locked()
+        if stalled is not None:
+            self._fail_queued(include_in_flight=False)
+            self._on_stalled(stalled)
+            raise self._closed_error(stalled)
+        if direct:
+            self._write_direct(frame, request_ids)
+
+    def abandon(self, request_ids: Sequence[RequestId]) -> None:
+        """Drop the still queued frames of these requests (not those being written)."""
+        dropped = set(request_ids)
+        with self._lock:
+            if len(self._queue) <= self._in_flight:
+                return
+            kept: Deque[_Frame] = collections.deque()
+            for index, frame in enumerate(self._queue):
+                if index < self._in_flight or not frame.request_ids or frame.offset:
+                    kept.append(frame)
+                elif all(rid in dropped for rid in frame.request_ids):
+                    self._queued_bytes -= len(frame.data)
+                else:
+                    kept.append(frame)
+            self._queue = kept
+            self._cond.notify_all()
+
+    def close_stdin(self, timeout: float) -> bool:
+        """Let the queue drain (for up to ``timeout``), then close stdin.
+
+        Frames not written by then are dropped, their requests failed; the
+        writer thread then gets :data:`WRITER_RELEASE_WAIT_S` to let go.
+        Returns False when a write still held stdin at the end (left open then).
+        Idempotent.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._lock:
+            while self._error is None and (self._queue or self._owner is not None):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, POLL_SLICE_MS / 1000.0))
+            if self._error is None:
+                self._error = "Transport closed"
+            self._cond.notify_all()
+            self._work.notify_all()
+            # The writer thread gives up within a poll slice; a caller's write is one system call.
+            release_deadline = time.monotonic() + WRITER_RELEASE_WAIT_S
+            while self._owner is not None:
+                left = release_deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, POLL_SLICE_MS / 1000.0))
+            free = self._owner is None
+            close_now = free and not self._closed
+            if close_now:
+                self._closed = True
+        self._fail_queued(include_in_flight=free)
+        if close_now:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+        return free
+
+    def join(self, timeout: float) -> None:
+        """Wait (bounded) for the writer thread to end (after :meth:`close_stdin`)."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread() and thread.ident is not None:
+            thread.join(timeout)
+
+    def close_unused(self) -> None:
+        """Close stdin of a transport that never wrote (set-up failed)."""
+        with self._lock:
+            self._error = self._error or "Transport closed"
+            closed, self._closed = self._closed, True
+        if not closed:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+
+    # -- internals ------------------------------------------------------------------
+
+    def _write_direct(self, frame: bytes, request_ids: Sequence[RequestId]) -> None:
+        """One atomic write by the caller; handed to the writer thread when the pipe is full."""
+        written = False
+        completed = False  # False in the finally: interrupted, the frame is taken as not sent
+        failure: Optional[OSError] = None
+        try:
+            try:
+                os.write(self._fd, frame)  # <= PIPE_BUF: all of it, or EAGAIN and nothing
+                written = True
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                failure = exc
+            completed = True
+        finally:
+            # Also on KeyboardInterrupt: the frame went out whole or not at all,
+            # and the writing is handed on either way.
+            with self._lock:
+                if failure is not None:
+                    self._break_locked(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
+                elif completed and not written and self._error is None:
+                    self._queue.appendleft(_Frame(frame, request_ids))
+                    self._queued_bytes += len(frame)
+                if self._queue and self._error is None:
+                    self._hand_to_thread_locked()
+                else:
+                    self._owner = None
+                    self._cond.notify_all()
+        if failure is not None:
+            self._fail_queued(include_in_flight=True)
+            closed = self._closed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
+            closed.__cause__ = failure
+            raise closed
+
+    def _wait_for_room(self, size: int, deadline: Optional[float]) -> Optional[str]:
+        """With _lock held: wait while the queue is over the limit (bounded by ``deadline``).
+
+        Returns why writing ended when the queue stayed full until the deadline.
+
+        Raises:
+            TransportClosed: writing ended meanwhile.
+        """
+        while self._queued_bytes and self._queued_bytes + size > MAX_BACKLOG_BYTES:
+            if self._error is not None:
+                raise self._closed_error(self._error)
+            if deadline is not None and time.monotonic() >= deadline:
+                reason = (
+                    f"{self._label} (pid {self._pid}) does not read its stdin: "
+                    f"{self._queued_bytes} bytes have been waiting"
+                )
+                self._break_locked(reason)
+                return reason
+            self._cond.wait(wait_slice(deadline))
+        return None
+
+    def _hand_to_thread_locked(self) -> None:
+        """With _lock held: the writer thread owns the writing from now on."""
+        self._owner = _THREAD
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"jsonrpc-stdio-writer[{self._pid}]", daemon=True)
+            self._thread.start()
+        else:
+            self._work.notify()
+
+    def _break_locked(self, reason: str) -> None:
+        if self._error is None:
+            self._error = reason
+        self._cond.notify_all()
+        self._work.notify_all()
+
+    def _fail_queued(self, *, include_in_flight: bool) -> None:
+        """Once writing is over: drop what is queued and fail its requests (outside the lock)."""
+        with self._lock:
+            reason = self._error
+            skip = 0 if include_in_flight else self._in_flight
+            if reason is None or len(self._queue) <= skip:
+                return
+            frames = [self._queue.popleft() for _ in range(len(self._queue))]
+            kept, frames = frames[:skip], frames[skip:]
+            self._queue.extend(kept)
+            self._queued_bytes = sum(len(frame.data) - frame.offset for frame in self._queue)
+            self._cond.notify_all()
+        ids: List[RequestId] = [rid for frame in frames for rid in frame.request_ids]
+        if ids:
+            self._fail_requests(ids, self._closed_error(reason))
+
+    def _run(self) -> None:
+        """The writer thread: write the queue in order while it owns the writing, until writing is over."""
+        poller = select.poll() if _CAN_POLL else None
+        if poller is not None:
+            poller.register(self._fd, select.POLLOUT)
+        while True:
+            with self._lock:
+                while True:
+                    if self._error is not None:
+                        if self._owner == _THREAD:
+                            self._owner = None
+                        self._in_flight = 0
+                        self._cond.notify_all()
+                        break
+                    if self._owner == _THREAD:
+                        if self._queue:
+                            break
+                        self._owner = None  # nothing left: let callers write directly again
+                        self._cond.notify_all()
+                    self._work.wait(wait_slice(None))
+                if self._error is not None:
+                    over = True
+                else:
+                    over = False
+                    chunk, frames = self._take_locked()
+            if over:
+                self._fail_queued(include_in_flight=True)
+                return
+            failure = self._write_out(chunk, poller)
+            with self._lock:
+                self._in_flight = 0
+                if failure is None:
+                    self._complete_locked(frames, len(chunk))
+                else:
+                    self._break_locked(failure)
+                self._cond.notify_all()
+
+    def _take_locked(self) -> Tuple[bytes, int]:
+        """With _lock held: the next bytes to write, and how many whole frames they end."""
+        first = self._queue[0]
+        if first.offset or len(first.data) > _WRITE_CHUNK_BYTES:
+            end = min(len(first.data), first.offset + _WRITE_CHUNK_BYTES)
+            self._in_flight = 1
+            return first.data[first.offset : end], 1 if end == len(first.data) else 0
+        parts: List[bytes] = []
+        size = 0
+        for frame in self._queue:
+            if parts and (size + len(frame.data) > _WRITE_CHUNK_BYTES or frame.offset):
+                break
+            parts.append(frame.data)
+            size += len(frame.data)
+        self._in_flight = len(parts)
+        return (parts[0] if len(parts) == 1 else b"".join(parts)), len(parts)
+
+    def _complete_locked(self, finished: int, written: int) -> None:
+        """With _lock held: ``written`` bytes went out, ending ``finished`` frames at the head."""
+        self._queued_bytes -= written
+        if finished == 0:
+            self._queue[0].offset += written
+            return
+        for _ in range(finished):
+            self._queue.popleft()
+
+    def _write_out(self, chunk: bytes, poller: Optional[select.poll]) -> Optional[str]:
+        """Write all of ``chunk``, waiting in poll() while the pipe is full; why it failed, if it did."""
+        view = memoryview(chunk)
+        while view:
+            try:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            except BlockingIOError:
+                if self._error is not None:
+                    return self._error  # closing, and the child does not read: give up
+                if poller is not None:
+                    poller.poll(POLL_SLICE_MS)
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                return f"Write to {self._label} (pid {self._pid}) failed: {exc}"
+        return None
+
+
+__all__ = ["ATOMIC_WRITE_BYTES", "MAX_BACKLOG_BYTES", "StdinWriter"]
