@@ -37,6 +37,8 @@ Methods (result in parentheses):
   the wrong type but may compare equal in Python: "1" for 1, true for 1, 1.0
   for 1; then the right one with "ok")
 - ``stall`` (stops reading stdin for good: the client's writes block; no answer)
+- ``pause_reading`` {"seconds": s} (stops reading stdin for s seconds, then answers
+  "resumed" and reads on)
 - ``raw_write`` {"hex": [h, ...]} (writes each hex-encoded chunk to stdout as is,
   one flushed write each, no newline added; no answer)
 - ``notifications_log`` {"wait_for": n, "timeout": s} (every notification received:
@@ -136,6 +138,10 @@ class Peer:
             self.send(invalid_request(None))
         elif message.get("method") == "stall" and "id" in message:
             threading.Event().wait()  # stop reading stdin for good (never answered)
+        elif message.get("method") == "pause_reading" and "id" in message:
+            # Stop reading stdin for a while (the client's writes queue up), then answer.
+            time.sleep(float((message.get("params") or {}).get("seconds", 1.0)))
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": "resumed"})
         elif "method" in message and "id" in message:
             threading.Thread(target=self.answer, args=(message,), daemon=True).start()
         elif "method" in message:
