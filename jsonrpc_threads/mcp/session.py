@@ -28,14 +28,14 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
-from types import TracebackType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Type, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Union, cast
 
 from .. import __version__
+from .._closing import Closing
 from ..client import DEFAULT_TIMEOUT, JsonRpcClient, Timeout, mcp_cancellation
-from ..errors import INVALID_REQUEST, JsonRpcError, RequestTimeout, SessionExpired
-from ..transports.base import Transport
-from ..transports.config import transport_from_config
+from ..errors import INVALID_REQUEST, JsonRpcError, ProtocolVersionError, RequestTimeout, SessionExpired
+from ..transports.base import Transport, session_of
+from ..transports.config import ServerConfig, build_transport, transport_from_config
 from .types import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -78,19 +78,6 @@ ProgressCallback = Callable[[Dict[str, Any]], None]
 Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
 
 
-class ProtocolVersionError(JsonRpcError):
-    """The server answered ``initialize`` with a protocol revision this client does not speak.
-
-    Attributes:
-        version: the revision the server proposed.
-    """
-
-    def __init__(self, version: Any) -> None:
-        supported = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
-        super().__init__(INVALID_REQUEST, f"Unsupported MCP protocol version {version!r} (supported: {supported})")
-        self.version = version
-
-
 class _ProgressRoute:
     __slots__ = ("callback", "last")
 
@@ -99,13 +86,16 @@ class _ProgressRoute:
         self.last = time.monotonic()
 
 
-class McpClient:
+class McpClient(Closing):
     """A synchronous MCP client session.  Thread-safe; a context manager.
 
     Args:
         transport_or_config: a transport (``StdioTransport``, ``HttpTransport``), or
             a server entry of an ``mcpServers`` configuration (``{"command": ...}``
-            or ``{"url": ...}``).
+            or ``{"url": ...}``, ``${VAR}`` expanded from ``os.environ``, as
+            :func:`~jsonrpc_threads.transports.config.transport_from_config`
+            does), or an entry already parsed (a
+            :class:`~jsonrpc_threads.transports.config.ServerConfig`).
         client_info: ``{"name", "version"}`` sent in ``initialize``; defaults to
             this package.
         roots: the roots offered to the server, as URIs or ``{"uri", "name"}``
@@ -131,12 +121,12 @@ class McpClient:
 
     Raises:
         TransportClosed: when the transport cannot be started.
-        ValueError: for a bad configuration entry.
+        ConfigError: (a ``ValueError``) for a bad configuration entry.
     """
 
     def __init__(
         self,
-        transport_or_config: Union[Transport, Mapping[str, Any]],
+        transport_or_config: Union[Transport, Mapping[str, Any], ServerConfig],
         *,
         client_info: Optional[Mapping[str, Any]] = None,
         roots: Optional[Roots] = None,
@@ -150,8 +140,11 @@ class McpClient:
         on_resource_updated: Optional[Callable[[str], None]] = None,
         listen: bool = True,
     ) -> None:
-        if isinstance(transport_or_config, Mapping):
-            transport: Transport = transport_from_config(transport_or_config)
+        transport: Transport
+        if isinstance(transport_or_config, ServerConfig):
+            transport = build_transport(transport_or_config)
+        elif isinstance(transport_or_config, Mapping):
+            transport = transport_from_config(transport_or_config)
         else:
             transport = transport_or_config
         self._client_info: Dict[str, Any] = dict(client_info or {"name": "jsonrpc_threads", "version": __version__})
@@ -200,20 +193,13 @@ class McpClient:
         self._rpc.close()
 
     def __enter__(self) -> McpClient:
+        """Run the handshake (closing the client if it fails); ``__exit__`` closes it."""
         try:
             self.initialize()
         except BaseException:
             self.close()
             raise
         return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
 
     @property
     def rpc(self) -> JsonRpcClient:
@@ -392,22 +378,21 @@ class McpClient:
         version = result.get("protocolVersion")
         if version not in SUPPORTED_PROTOCOL_VERSIONS:
             self.close()
-            raise ProtocolVersionError(version)
-        transport = self._rpc.transport
-        if hasattr(transport, "protocol_version"):
-            transport.protocol_version = version
+            raise ProtocolVersionError(version, SUPPORTED_PROTOCOL_VERSIONS)
+        session = session_of(self._rpc.transport)
+        if session is not None:
+            session.protocol_version = version
         self._init_result = result
         self.protocol_version = version
         self._rpc.notify("notifications/initialized")
         self._initialized = True
-        open_listen_stream = getattr(transport, "open_listen_stream", None)
         # A server without sessions cannot tell our GET stream from anyone else's.
-        if self._listen and open_listen_stream is not None and getattr(transport, "session_id", None):
+        if self._listen and session is not None and session.session_id:
             try:
                 # Wait (bounded) for the server's answer to the GET: what it sends
                 # there before the stream is up (its first roots/list, an
                 # elicitation) would be lost.
-                open_listen_stream(wait=LISTEN_OPEN_WAIT_S)
+                session.open_listen_stream(wait=LISTEN_OPEN_WAIT_S)
             except JsonRpcError as exc:  # closed meanwhile: the next request says so
                 logger.debug("could not open the listen stream: %s", exc)
 
@@ -416,12 +401,10 @@ class McpClient:
             if self._generation != generation:
                 return  # another thread already renewed it
             logger.info("MCP session expired; starting a new one")
-            transport = self._rpc.transport
-            reset = getattr(transport, "reset_session", None)
-            if reset is not None:
-                reset()
-            if hasattr(transport, "protocol_version"):
-                transport.protocol_version = None  # negotiated anew
+            session = session_of(self._rpc.transport)
+            if session is not None:
+                session.reset_session()
+                session.protocol_version = None  # negotiated anew
             self._initialized = False
             self._handshake(timeout)
             self._generation += 1
