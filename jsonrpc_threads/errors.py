@@ -1,25 +1,72 @@
-"""The exception tree of jsonrpc_threads.
+"""The exception tree of jsonrpc_threads, and its table of error codes.
 
 Every exception the library raises is a :class:`JsonRpcError`, so one
 ``except JsonRpcError`` catches them all.  Where a builtin base helps callers that
-already handle it, the class has it too: :class:`RequestTimeout` is a
-:class:`TimeoutError` and :class:`TransportClosed` is a :class:`ConnectionError`.
+already handle it, the class has it too (:class:`RequestTimeout` is a
+:class:`TimeoutError`, :class:`TransportClosed` a :class:`ConnectionError`, ...).
+This module imports nothing of the package: every layer (client, transports,
+``mcp/``, ``auth/``) defines its errors here and imports them from here.
 
-The five codes of the JSON-RPC 2.0 specification have one class each.  They are
-used in both directions: a client receives them as error responses, and a handler
-inside :func:`jsonrpc_threads.server.serve` raises them to answer with that code.
-:func:`error_from_response` is the one place where a wire error becomes an
-exception; unknown codes become a plain :class:`JsonRpcError`.
+Who said so.  An error is either the peer's answer or a local failure:
 
-Codes used by errors that never cross the wire (timeouts, a closed transport,
-HTTP failures) come from the server-error range -32000..-32099, as the official
-MCP SDKs do; they are not looked up from wire errors, so a server that answers
-with the same code still produces a plain :class:`JsonRpcError`.
+- :class:`RemoteError`: the peer answered a request with an error response.
+  :func:`error_from_response` is the one place where a wire error becomes an
+  exception, and it returns only :class:`RemoteError` instances: for the five
+  codes of the JSON-RPC 2.0 specification the ``Remote*`` class, which is also
+  the standard class (:class:`RemoteMethodNotFound` is a :class:`MethodNotFound`
+  and a :class:`RemoteError`); for any other code a plain :class:`RemoteError`.
+- The five standard classes (:class:`ParseError` .. :class:`InternalError`) name
+  a code, whoever raised it.  A handler inside
+  :func:`jsonrpc_threads.server.serve` (or an ``on_request`` handler) raises
+  ``MethodNotFound(message=..., data=None)`` to answer with -32601, and the
+  library raises :class:`ParseError` / :class:`InvalidRequest` itself when a
+  message it received is malformed; those are not :class:`RemoteError`.  So
+  ``except MethodNotFound`` catches the code from anywhere, ``except
+  RemoteError`` every answer of the peer.
+- Everything else is local: nothing answered in time, the transport is gone,
+  an HTTP exchange failed without a JSON-RPC error body, a configuration or a
+  lookup is wrong.  Their codes come from the server-error range
+  -32000..-32099, as the official MCP SDKs do; they are never looked up from
+  wire errors, so a peer that answers with the same code still produces a plain
+  :class:`RemoteError`.
+
+The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
+
+    class                  code     origin   also a            raised by
+    JsonRpcError           any      either   Exception         (the root)
+    RemoteError            peer     remote                     error_from_response
+    ParseError             -32700   local                      messages, handlers
+    InvalidRequest         -32600   local                      messages, handlers
+    MethodNotFound         -32601   local                      handlers, server
+    InvalidParams          -32602   local                      handlers
+    InternalError          -32603   local                      handlers, server
+    RemoteParseError       -32700   remote   ParseError        error_from_response
+    RemoteInvalidRequest   -32600   remote   InvalidRequest    error_from_response
+    RemoteMethodNotFound   -32601   remote   MethodNotFound    error_from_response
+    RemoteInvalidParams    -32602   remote   InvalidParams     error_from_response
+    RemoteInternalError    -32603   remote   InternalError     error_from_response
+    TransportClosed        -32000   local    ConnectionError   transports, client
+    RequestTimeout         -32001   local    TimeoutError      client
+    HttpError              -32002   local                      HTTP transport
+    HttpConnectionError    -32002   local    ConnectionError   HTTP transport
+    SessionExpired         -32002   local    HttpError         HTTP transport
+    AuthorizationError     -32002   local    HttpError         auth
+    MessageTooLarge        -32003   local                      transports
+    ConfigError            -32010   local    ValueError        transports.config, mcp.config
+    UnknownTool            -32602   local    LookupError       mcp.registry
+    UnknownServer          -32602   local    LookupError       mcp.registry
+    ServerUnavailable      -32000   local    ConnectionError   mcp.registry
+    ProtocolVersionError   -32600   local                      mcp.session
+
+Pickling.  Every exception here (and any subclass a user writes) pickles and
+copies with its attributes: :class:`JsonRpcError` records the arguments its
+class was called with, and rebuilds from them, then restores the instance's
+attributes (a message changed after construction included).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union, cast
 
 RequestId = Union[int, str]
 
@@ -34,10 +81,19 @@ TRANSPORT_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 HTTP_ERROR = -32002
 MESSAGE_TOO_LARGE = -32003
+#: The code of :class:`ConfigError`.
+CONFIG_ERROR = -32010
+
+_E = TypeVar("_E", bound="JsonRpcError")
 
 
 class JsonRpcError(Exception):
     """Root of every exception raised by jsonrpc_threads.
+
+    Args:
+        code: the JSON-RPC error code.
+        message: a short, human-readable description.
+        data: the error's ``data`` member, or ``None``.
 
     Attributes:
         code: the JSON-RPC error code (an ``int``).
@@ -48,9 +104,18 @@ class JsonRpcError(Exception):
     code: int
     message: str
     data: Any
+    _arguments: Tuple[Tuple[Any, ...], Dict[str, Any]]
+
+    def __new__(cls: Type[_E], *args: Any, **kwargs: Any) -> _E:
+        # Record what the class was called with: __reduce__ rebuilds from it.
+        # (Nothing is passed on: OSError's __new__ would parse it as errno, strerror.)
+        self = super().__new__(cls)
+        self._arguments = (args, kwargs)
+        return self
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(code, message, data)
+        self.args = (code, message, data)  # also for the OSError subclasses, whose __init__ leaves args alone
         self.code = code
         self.message = message
         self.data = data
@@ -64,6 +129,10 @@ class JsonRpcError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, data={self.data!r})"
 
+    def __reduce__(self) -> Any:
+        args, kwargs = self._arguments
+        return (_rebuild, (type(self), args, kwargs), dict(self.__dict__))
+
     def to_error_object(self) -> Dict[str, Any]:
         """The ``error`` member of a response that carries this exception."""
         error: Dict[str, Any] = {"code": self.code, "message": self.message}
@@ -72,17 +141,30 @@ class JsonRpcError(Exception):
         return error
 
 
+def _rebuild(cls: Type[JsonRpcError], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> JsonRpcError:
+    return cls(*args, **kwargs)
+
+
+class RemoteError(JsonRpcError):
+    """The peer answered a request with this error (a JSON-RPC error response).
+
+    ``code``, ``message`` and ``data`` are the peer's, as sent.  The request
+    reached the peer and was refused: retrying the same request will usually be
+    refused again.  Built by :func:`error_from_response` only.
+    """
+
+
+# -- the five codes of the specification ------------------------------------------------
+
+
 class _StandardError(JsonRpcError):
-    """A JSON-RPC error whose code is fixed by its class."""
+    """A JSON-RPC error whose code is fixed by its class: built as ``Cls(message=..., data=None)``."""
 
     default_code: int = INTERNAL_ERROR
     default_message: str = "Internal error"
 
     def __init__(self, message: Optional[str] = None, data: Any = None) -> None:
         super().__init__(self.default_code, message or self.default_message, data)
-
-    def __reduce__(self) -> Any:
-        return (type(self), (self.message, self.data))
 
 
 class ParseError(_StandardError):
@@ -120,6 +202,29 @@ class InternalError(_StandardError):
     default_message = "Internal error"
 
 
+class RemoteParseError(ParseError, RemoteError):
+    """The peer answered -32700: it could not parse what it was sent."""
+
+
+class RemoteInvalidRequest(InvalidRequest, RemoteError):
+    """The peer answered -32600: what it was sent is not a valid request."""
+
+
+class RemoteMethodNotFound(MethodNotFound, RemoteError):
+    """The peer answered -32601: it has no such method."""
+
+
+class RemoteInvalidParams(InvalidParams, RemoteError):
+    """The peer answered -32602: the parameters were invalid."""
+
+
+class RemoteInternalError(InternalError, RemoteError):
+    """The peer answered -32603 (or with an error object too malformed to read)."""
+
+
+# -- local failures: the client and its transports ---------------------------------------
+
+
 class RequestTimeout(JsonRpcError, TimeoutError):
     """No response arrived before the request's deadline.
 
@@ -139,9 +244,6 @@ class RequestTimeout(JsonRpcError, TimeoutError):
         self.method = method
         self.request_id = request_id
         self.timeout = timeout
-
-    def __reduce__(self) -> Any:
-        return (type(self), (self.method, self.request_id, self.timeout))
 
 
 class TransportClosed(JsonRpcError, ConnectionError):
@@ -178,15 +280,6 @@ class TransportClosed(JsonRpcError, ConnectionError):
             text += "; stderr ends with:\n" + self.stderr_tail
         return text
 
-    def __reduce__(self) -> Any:
-        return (_rebuild_transport_closed, (type(self), self.message, self.returncode, self.stderr_tail))
-
-
-def _rebuild_transport_closed(
-    cls: Type[TransportClosed], message: str, returncode: Optional[int], stderr_tail: str
-) -> TransportClosed:
-    return cls(message, returncode=returncode, stderr_tail=stderr_tail)
-
 
 class MessageTooLarge(JsonRpcError):
     """A message exceeded the configured size limit and was not processed.
@@ -198,15 +291,6 @@ class MessageTooLarge(JsonRpcError):
     def __init__(self, limit: int, what: str = "message") -> None:
         super().__init__(MESSAGE_TOO_LARGE, f"{what} larger than the limit of {limit} bytes")
         self.limit = limit
-
-    def __reduce__(self) -> Any:
-        return (_rebuild_too_large, (type(self), self.limit, self.message))
-
-
-def _rebuild_too_large(cls: Type[MessageTooLarge], limit: int, message: str) -> MessageTooLarge:
-    error = cls(limit)
-    error.message = message
-    return error
 
 
 class HttpError(JsonRpcError):
@@ -229,13 +313,6 @@ class HttpError(JsonRpcError):
         self.status_code = status_code
         self.body_excerpt = body_excerpt
 
-    def __reduce__(self) -> Any:
-        return (_rebuild_http_error, (type(self), self.message, self.status_code, self.body_excerpt))
-
-
-def _rebuild_http_error(cls: Type[HttpError], message: str, status_code: Optional[int], body: str) -> HttpError:
-    return cls(message, status_code=status_code, body_excerpt=body)
-
 
 class HttpConnectionError(HttpError, ConnectionError):
     """The HTTP connection failed: refused, reset, or no answer in time.
@@ -253,33 +330,218 @@ class SessionExpired(HttpError):
     """
 
 
-#: The one code -> class table for errors received from the wire.
+# -- local failures: authorization (jsonrpc_threads.auth) ----------------------------------
+
+
+class AuthorizationError(HttpError):
+    """Authorization failed or was refused; the request that needed it failed.
+
+    Raised for a server whose protected-resource metadata names another
+    resource, an authorization server that cannot be discovered or refuses
+    (``invalid_grant``, ``access_denied``), a redirect whose ``state`` or
+    ``iss`` does not match, a user who did not finish in time, and a server
+    that keeps answering 401 or 403 after the bounded number of authorizations.
+    Its message never contains a token, a secret or an authorization code.
+
+    Retrying is safe (nothing was sent with a bad token) but will usually
+    need the user: a new authorization starts on the next request.
+
+    Attributes:
+        status_code: the MCP server's status (401, 403) when the failure
+            answers one of its challenges, else ``None``.
+        oauth_error: the OAuth ``error`` code returned by the server
+            (``invalid_grant``, ``insufficient_scope``, ...), when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: Optional[int] = None,
+        body_excerpt: str = "",
+        oauth_error: Optional[str] = None,
+    ) -> None:
+        super().__init__(message, status_code=status_code, body_excerpt=body_excerpt)
+        self.oauth_error = oauth_error
+
+
+# -- local failures: configuration and the MCP layer -------------------------------------
+
+
+class ConfigError(JsonRpcError, ValueError):
+    """A configuration (or one server entry of it) cannot be used.
+
+    The message says where: the file, and the server's name and key when the
+    problem is in one entry.  Not retryable: fix the configuration (or set the
+    missing environment variable).
+
+    Attributes:
+        server: the server whose entry is at fault, or ``None`` (the whole
+            file, or an entry without a name).
+    """
+
+    def __init__(self, message: str, *, server: Optional[str] = None) -> None:
+        super().__init__(CONFIG_ERROR, message, None if server is None else {"server": server})
+        self.server = server
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnknownTool(JsonRpcError, LookupError):
+    """No configured server offers a tool of this name.
+
+    Attributes:
+        name: the name asked for (namespaced, or as the server spells it).
+        server: the server it was looked up on, when one was named.
+    """
+
+    def __init__(self, name: str, server: Optional[str] = None) -> None:
+        where = f" on server {server!r}" if server is not None else ""
+        super().__init__(INVALID_PARAMS, f"Unknown tool {name!r}{where}", {"name": name, "server": server})
+        self.name = name
+        self.server = server
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnknownServer(JsonRpcError, LookupError):
+    """The configuration names no server of this name.
+
+    Attributes:
+        server: the name asked for.
+        known: the configured names.
+    """
+
+    def __init__(self, server: str, known: Sequence[str] = ()) -> None:
+        hint = f" (configured: {', '.join(known)})" if known else " (none is configured)"
+        super().__init__(INVALID_PARAMS, f"Unknown server {server!r}{hint}", {"server": server})
+        self.server = server
+        self.known = tuple(known)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ServerUnavailable(JsonRpcError, ConnectionError):
+    """A server could not be started (spawned or reached, then ``initialize`` and ``tools/list``).
+
+    The start is tried again on a use after ``retry_failed_after`` seconds.
+
+    Attributes:
+        server: the server's name.
+        reason: one line saying why.
+        timed_out: True when the server did not answer in time.
+    """
+
+    def __init__(self, server: str, reason: str, *, timed_out: bool = False) -> None:
+        super().__init__(TRANSPORT_CLOSED, f"server {server!r} failed to start: {reason}", {"server": server})
+        self.server = server
+        self.reason = reason
+        self.timed_out = timed_out
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ProtocolVersionError(JsonRpcError):
+    """The server answered ``initialize`` with a protocol revision this client does not speak.
+
+    Attributes:
+        version: the revision the server proposed.
+        supported: the revisions this client speaks.
+    """
+
+    def __init__(self, version: Any, supported: Sequence[str] = ()) -> None:
+        known = f" (supported: {', '.join(supported)})" if supported else ""
+        super().__init__(INVALID_REQUEST, f"Unsupported MCP protocol version {version!r}{known}")
+        self.version = version
+        self.supported = tuple(supported)
+
+
+# -- from the wire -----------------------------------------------------------------------
+
+#: The five codes of the specification -> their class.
 STANDARD_ERRORS: Dict[int, Type[_StandardError]] = {
     cls.default_code: cls for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError)
 }
+#: The same codes -> the class of the peer's answer with that code.
+REMOTE_ERRORS: Dict[int, Type[_StandardError]] = {
+    cls.default_code: cls
+    for cls in (RemoteParseError, RemoteInvalidRequest, RemoteMethodNotFound, RemoteInvalidParams, RemoteInternalError)
+}
 
 
-def error_from_response(error: Any) -> JsonRpcError:
+def error_from_response(error: Any) -> RemoteError:
     """Build the exception for the ``error`` member of a response.
 
-    A malformed error object (not a mapping, code not an int) still becomes a
-    :class:`JsonRpcError`, with the original object in ``data``.
+    Args:
+        error: the ``error`` member, as decoded.
+
+    Returns:
+        A :class:`RemoteError`: the ``Remote*`` class of a standard code, else
+        a plain :class:`RemoteError` with the peer's code.  A malformed error
+        object (not a mapping, code not an int) is a :class:`RemoteInternalError`
+        with the original object in ``data``.
     """
     if not isinstance(error, dict):
-        return InternalError("Malformed error object in response", data=error)
+        return RemoteInternalError("Malformed error object in response", data=error)
     code = error.get("code")
     message = error.get("message")
     data = error.get("data")
     if not isinstance(message, str):
         message = "" if message is None else str(message)
     if not isinstance(code, int) or isinstance(code, bool):
-        return InternalError(message or "Malformed error object in response", data=error)
-    cls = STANDARD_ERRORS.get(code)
+        return RemoteInternalError(message or "Malformed error object in response", data=error)
+    cls = REMOTE_ERRORS.get(code)
     if cls is not None:
-        return cls(message or cls.default_message, data)
-    return JsonRpcError(code, message, data)
+        return cast(RemoteError, cls(message or cls.default_message, data))
+    return RemoteError(code, message, data)
 
 
 def _short_repr(value: Any, limit: int = 300) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = [
+    "CONFIG_ERROR",
+    "HTTP_ERROR",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "MESSAGE_TOO_LARGE",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REMOTE_ERRORS",
+    "REQUEST_TIMEOUT",
+    "STANDARD_ERRORS",
+    "TRANSPORT_CLOSED",
+    "AuthorizationError",
+    "ConfigError",
+    "HttpConnectionError",
+    "HttpError",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "JsonRpcError",
+    "MessageTooLarge",
+    "MethodNotFound",
+    "ParseError",
+    "ProtocolVersionError",
+    "RemoteError",
+    "RemoteInternalError",
+    "RemoteInvalidParams",
+    "RemoteInvalidRequest",
+    "RemoteMethodNotFound",
+    "RemoteParseError",
+    "RequestId",
+    "RequestTimeout",
+    "ServerUnavailable",
+    "SessionExpired",
+    "TransportClosed",
+    "UnknownServer",
+    "UnknownTool",
+    "error_from_response",
+]

@@ -51,12 +51,12 @@ from jsonrpc_threads import (
     HttpError,
     HttpTransport,
     JsonRpcClient,
-    JsonRpcError,
     MessageTooLarge,
     RequestTimeout,
     StdioTransport,
     TransportClosed,
 )
+from jsonrpc_threads.errors import RemoteError
 from jsonrpc_threads.transports import stdio as stdio_module
 
 from .conftest import peer_command
@@ -703,7 +703,7 @@ MATRIX: List[Scenario] = [
         "answers 500 with a JSON-RPC error body (code -32050)",
         HTTP_BOTH,
         call("fault", {"kind": "500-rpc"}),
-        JsonRpcError,
+        RemoteError,
         2.0,
         USABLE,
         check=error_has(code=-32050, data={"detail": "kaboom"}),

@@ -27,6 +27,7 @@ from jsonrpc_threads.errors import (
     HttpError,
     JsonRpcError,
     MessageTooLarge,
+    RemoteError,
     RequestId,
     RequestTimeout,
     SessionExpired,
@@ -338,7 +339,7 @@ def test_500_with_a_jsonrpc_body_is_that_error(peer: HttpPeer, kind: str) -> Non
     with make_client(peer.url) as client:
         with pytest.raises(JsonRpcError) as info:
             client.call("fault", {"kind": kind})
-        assert type(info.value) is JsonRpcError
+        assert type(info.value) is RemoteError  # the peer's answer, with its own code
         assert info.value.code == -32050
         assert info.value.message == "server exploded"
         assert info.value.data == {"detail": "kaboom"}

@@ -16,7 +16,7 @@ pre-registered clients, client ID metadata documents, headless
 (:class:`CrossAppAccess`).
 """
 
-from ._errors import AuthorizationError
+from ..errors import AuthorizationError
 from ._oauth import DEFAULT_MAX_AUTHORIZATIONS, DEFAULT_REFRESH_MARGIN_S, OAuth
 from .grants import AssertionProvider, AssertionRequest, CrossAppAccess
 from .loopback import LoopbackAuthorizer, RedirectListener

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-from types import TracebackType
-from typing import Any, Dict, Optional, Tuple, Type, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import requests
 
+from .._closing import Closing
+from ..errors import AuthorizationError
 from ..transports.http import url_label
-from ._errors import AuthorizationError
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def describe_oauth_error(status: int, document: Optional[Dict[str, Any]]) -> Tup
     return text, code
 
 
-class FlowHttp:
+class FlowHttp(Closing):
     """The HTTP client of one authorization flow.  Not thread-safe (one flow, one thread)."""
 
     def __init__(self, *, timeout: Tuple[float, float], verify: Union[bool, str]) -> None:
@@ -122,15 +122,5 @@ class FlowHttp:
         return value if isinstance(value, dict) else None
 
     def close(self) -> None:
+        """Close the session's connections."""
         self._session.close()
-
-    def __enter__(self) -> FlowHttp:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()

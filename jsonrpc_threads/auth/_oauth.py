@@ -5,7 +5,7 @@ prepares: it adds ``Authorization: Bearer <token>`` when a token is known for
 the request's server (renewing an expired one first) and registers a response
 hook.  The hook looks at the answer: a 401 (any, or one with a ``Bearer``
 challenge) or a 403 whose challenge says ``insufficient_scope`` starts or
-joins the authorization for that server (:class:`._flow.ServerAuth`), then the
+joins the authorization for that server (:class:`._server_auth.ServerAuth`), then the
 request is sent again, as a copy with the new token, on the same connection
 adapter (``response.connection.send``), as ``requests``' own digest
 authentication does.  Each request goes around at most ``max_authorizations``
@@ -28,12 +28,13 @@ import requests
 import requests.auth
 from requests.utils import rewind_body
 
+from ..errors import AuthorizationError
 from ..transports.http import url_label
 from . import _authlib
-from ._errors import AuthorizationError
-from ._flow import AUTHORIZATION_CODE, CLIENT_CREDENTIALS, Authorize, Config, ServerAuth
+from ._context import AUTHORIZATION_CODE, CLIENT_CREDENTIALS, Authorize, Config
 from ._http import DEFAULT_FLOW_TIMEOUT_S
 from ._metadata import bearer_challenge, canonical_resource
+from ._server_auth import ServerAuth
 from .grants import JWT_BEARER_GRANT, AssertionProvider
 from .loopback import LoopbackAuthorizer
 from .store import FileTokenStore, MemoryTokenStore, TokenStore

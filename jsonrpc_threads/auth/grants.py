@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple, Union
 from urllib.parse import urlencode
 
+from ..errors import AuthorizationError
 from ..transports.http import url_label
 from ._authlib import apply_client_auth
-from ._errors import AuthorizationError
 from ._http import DEFAULT_FLOW_TIMEOUT_S, FlowHttp, describe_oauth_error
 
 # Protocol identifiers (RFC 8693, RFC 7523, SEP-990), not secrets.

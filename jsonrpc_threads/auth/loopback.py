@@ -23,11 +23,11 @@ import socket
 import sys
 import time
 import webbrowser
-from types import TracebackType
-from typing import Callable, Optional, Tuple, Type
+from typing import Callable, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from ._errors import AuthorizationError
+from .._closing import Closing
+from ..errors import AuthorizationError
 from ._metadata import is_loopback_host
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass  # the request line carries the authorization code
 
 
-class RedirectListener:
+class RedirectListener(Closing):
     """A one-shot HTTP listener on a loopback address for the authorization redirect.
 
     Bound when constructed (the port is known at once, see
@@ -164,17 +164,6 @@ class RedirectListener:
         if not self._closed:
             self._closed = True
             self._server.server_close()
-
-    def __enter__(self) -> RedirectListener:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<RedirectListener {self.redirect_uri}{' closed' if self._closed else ''}>"

@@ -1,7 +1,8 @@
 """The Model Context Protocol on top of :class:`jsonrpc_threads.JsonRpcClient`."""
 
+from ..errors import ProtocolVersionError
 from .registry import ToolRegistry
-from .session import McpClient, ProtocolVersionError
+from .session import McpClient
 from .types import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 
 __all__ = [

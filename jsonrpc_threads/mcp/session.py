@@ -4,10 +4,13 @@ Theory of operation.  An :class:`McpClient` wraps one
 :class:`~jsonrpc_threads.client.JsonRpcClient` and adds the Model Context
 Protocol on top: the ``initialize`` handshake (offering the newest revision and
 accepting the older ones this package knows), the typed request methods, cursor
-pagination, progress routing by ``progressToken``, the client-side features a
-server may call (``ping``, ``roots/list``, ``sampling/createMessage``,
-``elicitation/create``), and the server's notifications (log messages,
-list-changed, resource-updated).
+pagination, and progress routing by ``progressToken``.  What the server may
+send the client (``ping``, ``roots/list``, ``sampling/createMessage``,
+``elicitation/create``; log messages, list-changed, resource-updated) is
+answered by :class:`~jsonrpc_threads.mcp.client_features.ClientFeatures`.
+Over Streamable HTTP the session uses the transport's
+:class:`~jsonrpc_threads.transports.base.SessionTransport` side (the
+negotiated version header, the session id, starting over, the listen stream).
 
 Every method may be called from any thread, concurrently: requests are
 pipelined on the one connection, never serialized behind a lock.  The handshake
@@ -28,14 +31,15 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
-from types import TracebackType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Type, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Union, cast
 
 from .. import __version__
+from .._closing import Closing
 from ..client import DEFAULT_TIMEOUT, JsonRpcClient, Timeout, mcp_cancellation
-from ..errors import INVALID_REQUEST, JsonRpcError, RequestTimeout, SessionExpired
-from ..transports.base import Transport
-from ..transports.config import transport_from_config
+from ..errors import INVALID_REQUEST, JsonRpcError, ProtocolVersionError, RequestTimeout, SessionExpired
+from ..transports.base import Transport, session_of
+from ..transports.config import ServerConfig, build_transport, transport_from_config
+from .client_features import ClientFeatures, Handler, Roots, server_logger
 from .types import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -51,8 +55,6 @@ from .types import (
 )
 
 logger = logging.getLogger(__name__)
-#: Log messages sent by servers (``notifications/message``) go here by default.
-server_logger = logging.getLogger("jsonrpc_threads.mcp.server_log")
 
 #: Over HTTP, how long the handshake waits for the server to answer the GET
 #: that opens the listen stream (a server that holds it unanswered costs this once).
@@ -62,33 +64,7 @@ LISTEN_OPEN_WAIT_S = 2.0
 #: stops paginating is a bug, not a reason to loop forever).
 MAX_PAGES = 10_000
 
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-
-Handler = Callable[[Dict[str, Any]], Dict[str, Any]]
 ProgressCallback = Callable[[Dict[str, Any]], None]
-Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
-
-
-class ProtocolVersionError(JsonRpcError):
-    """The server answered ``initialize`` with a protocol revision this client does not speak.
-
-    Attributes:
-        version: the revision the server proposed.
-    """
-
-    def __init__(self, version: Any) -> None:
-        supported = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
-        super().__init__(INVALID_REQUEST, f"Unsupported MCP protocol version {version!r} (supported: {supported})")
-        self.version = version
 
 
 class _ProgressRoute:
@@ -99,13 +75,16 @@ class _ProgressRoute:
         self.last = time.monotonic()
 
 
-class McpClient:
+class McpClient(Closing):
     """A synchronous MCP client session.  Thread-safe; a context manager.
 
     Args:
         transport_or_config: a transport (``StdioTransport``, ``HttpTransport``), or
             a server entry of an ``mcpServers`` configuration (``{"command": ...}``
-            or ``{"url": ...}``).
+            or ``{"url": ...}``, ``${VAR}`` expanded from ``os.environ``, as
+            :func:`~jsonrpc_threads.transports.config.transport_from_config`
+            does), or an entry already parsed (a
+            :class:`~jsonrpc_threads.transports.config.ServerConfig`).
         client_info: ``{"name", "version"}`` sent in ``initialize``; defaults to
             this package.
         roots: the roots offered to the server, as URIs or ``{"uri", "name"}``
@@ -131,12 +110,12 @@ class McpClient:
 
     Raises:
         TransportClosed: when the transport cannot be started.
-        ValueError: for a bad configuration entry.
+        ConfigError: (a ``ValueError``) for a bad configuration entry.
     """
 
     def __init__(
         self,
-        transport_or_config: Union[Transport, Mapping[str, Any]],
+        transport_or_config: Union[Transport, Mapping[str, Any], ServerConfig],
         *,
         client_info: Optional[Mapping[str, Any]] = None,
         roots: Optional[Roots] = None,
@@ -150,19 +129,24 @@ class McpClient:
         on_resource_updated: Optional[Callable[[str], None]] = None,
         listen: bool = True,
     ) -> None:
-        if isinstance(transport_or_config, Mapping):
-            transport: Transport = transport_from_config(transport_or_config)
+        transport: Transport
+        if isinstance(transport_or_config, ServerConfig):
+            transport = build_transport(transport_or_config)
+        elif isinstance(transport_or_config, Mapping):
+            transport = transport_from_config(transport_or_config)
         else:
             transport = transport_or_config
         self._client_info: Dict[str, Any] = dict(client_info or {"name": "jsonrpc_threads", "version": __version__})
-        self._roots = roots
-        self._on_sampling = on_sampling
-        self._on_elicitation = on_elicitation
-        self._on_log = on_log
-        self._on_tools_changed = on_tools_changed
-        self._on_resources_changed = on_resources_changed
-        self._on_prompts_changed = on_prompts_changed
-        self._on_resource_updated = on_resource_updated
+        self._features = ClientFeatures(
+            roots=roots,
+            on_sampling=on_sampling,
+            on_elicitation=on_elicitation,
+            on_log=on_log,
+            on_tools_changed=on_tools_changed,
+            on_resources_changed=on_resources_changed,
+            on_prompts_changed=on_prompts_changed,
+            on_resource_updated=on_resource_updated,
+        )
         self._listen = listen
         self._tokens = itertools.count(1)
         # _lock guards _progress; _init_lock serializes handshakes.
@@ -174,7 +158,8 @@ class McpClient:
         self._init_result: Dict[str, Any] = {}
         self.protocol_version: Optional[str] = None
         self._rpc = JsonRpcClient(transport, default_timeout=default_timeout, cancellation=mcp_cancellation)
-        self._register_handlers()
+        self._features.register(self._rpc)
+        self._rpc.on_notification("notifications/progress", self._route_progress)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -200,20 +185,13 @@ class McpClient:
         self._rpc.close()
 
     def __enter__(self) -> McpClient:
+        """Run the handshake (closing the client if it fails); ``__exit__`` closes it."""
         try:
             self.initialize()
         except BaseException:
             self.close()
             raise
         return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
 
     @property
     def rpc(self) -> JsonRpcClient:
@@ -383,7 +361,7 @@ class McpClient:
         # Called with _init_lock held.
         params = {
             "protocolVersion": LATEST_PROTOCOL_VERSION,
-            "capabilities": self._capabilities(),
+            "capabilities": self._features.capabilities(),
             "clientInfo": self._client_info,
         }
         result = self._rpc.call("initialize", params, timeout=timeout)
@@ -392,22 +370,21 @@ class McpClient:
         version = result.get("protocolVersion")
         if version not in SUPPORTED_PROTOCOL_VERSIONS:
             self.close()
-            raise ProtocolVersionError(version)
-        transport = self._rpc.transport
-        if hasattr(transport, "protocol_version"):
-            transport.protocol_version = version
+            raise ProtocolVersionError(version, SUPPORTED_PROTOCOL_VERSIONS)
+        session = session_of(self._rpc.transport)
+        if session is not None:
+            session.protocol_version = version
         self._init_result = result
         self.protocol_version = version
         self._rpc.notify("notifications/initialized")
         self._initialized = True
-        open_listen_stream = getattr(transport, "open_listen_stream", None)
         # A server without sessions cannot tell our GET stream from anyone else's.
-        if self._listen and open_listen_stream is not None and getattr(transport, "session_id", None):
+        if self._listen and session is not None and session.session_id:
             try:
                 # Wait (bounded) for the server's answer to the GET: what it sends
                 # there before the stream is up (its first roots/list, an
                 # elicitation) would be lost.
-                open_listen_stream(wait=LISTEN_OPEN_WAIT_S)
+                session.open_listen_stream(wait=LISTEN_OPEN_WAIT_S)
             except JsonRpcError as exc:  # closed meanwhile: the next request says so
                 logger.debug("could not open the listen stream: %s", exc)
 
@@ -416,25 +393,13 @@ class McpClient:
             if self._generation != generation:
                 return  # another thread already renewed it
             logger.info("MCP session expired; starting a new one")
-            transport = self._rpc.transport
-            reset = getattr(transport, "reset_session", None)
-            if reset is not None:
-                reset()
-            if hasattr(transport, "protocol_version"):
-                transport.protocol_version = None  # negotiated anew
+            session = session_of(self._rpc.transport)
+            if session is not None:
+                session.reset_session()
+                session.protocol_version = None  # negotiated anew
             self._initialized = False
             self._handshake(timeout)
             self._generation += 1
-
-    def _capabilities(self) -> Dict[str, Any]:
-        capabilities: Dict[str, Any] = {}
-        if self._roots is not None:
-            capabilities["roots"] = {"listChanged": True}
-        if self._on_sampling is not None:
-            capabilities["sampling"] = {}
-        if self._on_elicitation is not None:
-            capabilities["elicitation"] = {"form": {}}
-        return capabilities
 
     def _request_with_progress(
         self,
@@ -520,49 +485,6 @@ class McpClient:
             seen.add(cursor)
         return items
 
-    def _register_handlers(self) -> None:
-        rpc = self._rpc
-        rpc.on_request("ping", lambda params: {})
-        if self._roots is not None:
-            rpc.on_request("roots/list", self._answer_roots)
-        if self._on_sampling is not None:
-            rpc.on_request("sampling/createMessage", self._on_sampling)
-        if self._on_elicitation is not None:
-            rpc.on_request("elicitation/create", self._answer_elicitation)
-        rpc.on_notification("notifications/progress", self._route_progress)
-        rpc.on_notification("notifications/message", self._log_message)
-        rpc.on_notification("notifications/cancelled", self._server_cancelled)
-        for method, callback in (
-            ("notifications/tools/list_changed", self._on_tools_changed),
-            ("notifications/resources/list_changed", self._on_resources_changed),
-            ("notifications/prompts/list_changed", self._on_prompts_changed),
-        ):
-            if callback is not None:
-                rpc.on_notification(method, _ignore_params(callback))
-        if self._on_resource_updated is not None:
-            updated = self._on_resource_updated
-            rpc.on_notification(
-                "notifications/resources/updated", lambda params: updated(str((params or {}).get("uri")))
-            )
-
-    def _answer_roots(self, params: Any) -> Dict[str, Any]:
-        roots = self._roots() if callable(self._roots) else self._roots
-        return {"roots": [{"uri": root} if isinstance(root, str) else dict(root) for root in roots or ()]}
-
-    def _answer_elicitation(self, params: Any) -> Dict[str, Any]:
-        assert self._on_elicitation is not None
-        result = dict(self._on_elicitation(params))
-        if result.get("action") == "accept" and isinstance(params, dict):
-            schema = params.get("requestedSchema") or {}
-            properties = schema.get("properties") if isinstance(schema, dict) else None
-            if isinstance(properties, dict):
-                content = dict(result.get("content") or {})
-                for field, spec in properties.items():
-                    if field not in content and isinstance(spec, dict) and "default" in spec:
-                        content[field] = spec["default"]
-                result["content"] = content
-        return result
-
     def _route_progress(self, params: Any) -> None:
         if not isinstance(params, dict):
             return
@@ -574,19 +496,5 @@ class McpClient:
         route.last = time.monotonic()
         route.callback(params)
 
-    def _log_message(self, params: Any) -> None:
-        if self._on_log is not None:
-            self._on_log(params)
-            return
-        if not isinstance(params, dict):
-            return
-        level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
-        source = params.get("logger")
-        server_logger.log(level, "%s%s", f"[{source}] " if source else "", params.get("data"))
 
-    def _server_cancelled(self, params: Any) -> None:
-        logger.debug("the server cancelled its request: %r", params)
-
-
-def _ignore_params(callback: Callable[[], None]) -> Callable[[Any], None]:
-    return lambda params: callback()
+__all__ = ["LISTEN_OPEN_WAIT_S", "MAX_PAGES", "Handler", "McpClient", "ProgressCallback", "Roots", "server_logger"]
