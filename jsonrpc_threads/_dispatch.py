@@ -29,37 +29,40 @@ from .messages import encode, error_message, response_message
 logger = logging.getLogger(__name__)
 
 
-def answer_request(request_id: RequestId, method: str, invoke: Callable[[], Any], where: str) -> bytes:
+def answer_request(
+    request_id: RequestId, method: str, invoke: Callable[[], Any], where: str, log: logging.Logger = logger
+) -> bytes:
     """Run ``invoke()`` (the handler of request ``method``) and return its encoded answer.
 
-    ``where`` names the connection in log lines.  Never raises.
+    ``where`` names the connection in log lines, which go to ``log`` (the
+    caller's logger).  Never raises.
     """
     try:
         result = invoke()
     except JsonRpcError as exc:
-        logger.debug("%s: request %r (id %r) answered with error %s", where, method, request_id, exc)
+        log.debug("%s: request %r (id %r) answered with error %s", where, method, request_id, exc)
         answer = error_message(request_id, exc)
     except BaseException as exc:  # SystemExit in a worker must still be answered
-        logger.exception("%s: handler for request %r (id %r) failed", where, method, request_id)
+        log.exception("%s: handler for request %r (id %r) failed", where, method, request_id)
         answer = error_message(request_id, InternalError(data={"exception": type(exc).__name__}))
     else:
         answer = response_message(request_id, result)
     try:
         return encode(answer)
     except (TypeError, ValueError, RecursionError) as exc:
-        logger.error("%s: the answer to %r (id %r) is not JSON-serializable: %s", where, method, request_id, exc)
+        log.error("%s: the answer to %r (id %r) is not JSON-serializable: %s", where, method, request_id, exc)
         error = InternalError("Answer is not JSON-serializable", data={"exception": type(exc).__name__})
         return encode(error_message(request_id, error))
 
 
-def run_notification(method: str, invoke: Callable[[], Any], where: str) -> None:
-    """Run ``invoke()`` (the handler of notification ``method``); what it raises is logged.  Never raises."""
+def run_notification(method: str, invoke: Callable[[], Any], where: str, log: logging.Logger = logger) -> None:
+    """Run ``invoke()`` (the handler of notification ``method``); what it raises goes to ``log``.  Never raises."""
     try:
         invoke()
     except JsonRpcError as exc:
-        logger.debug("%s: notification handler for %r failed: %s", where, method, exc)
+        log.debug("%s: notification handler for %r failed: %s", where, method, exc)
     except BaseException:
-        logger.exception("%s: notification handler for %r failed", where, method)
+        log.exception("%s: notification handler for %r failed", where, method)
 
 
 __all__ = ["answer_request", "run_notification"]

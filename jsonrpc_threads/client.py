@@ -441,7 +441,7 @@ class JsonRpcClient:
             return
         params = message.get("params")
         try:
-            self._lane.submit(run_notification, method, lambda: handler(params), self._label)
+            self._lane.submit(run_notification, method, lambda: handler(params), self._label, logger)
         except PoolClosed:
             logger.debug("%s: notification %r after close dropped", self._label, method)
 
@@ -469,7 +469,7 @@ class JsonRpcClient:
             answer = messages.encode(messages.error_message(request.id, error))
         else:
             params = request.params
-            answer = answer_request(request.id, request.method, lambda: handler(params), self._label)
+            answer = answer_request(request.id, request.method, lambda: handler(params), self._label, logger)
         self._send_answer(answer)
 
     def _send_answer(self, data: bytes) -> None:

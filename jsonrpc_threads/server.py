@@ -66,8 +66,9 @@ import threading
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator, List, Optional
 
+from ._dispatch import answer_request, run_notification
 from ._workers import WorkerPool
-from .errors import InternalError, InvalidRequest, JsonRpcError, ParseError, RequestId
+from .errors import InvalidRequest, ParseError, RequestId
 from .messages import (
     ErrorResponse,
     Notification,
@@ -79,7 +80,6 @@ from .messages import (
     error_message,
     notification_message,
     parse_message,
-    response_message,
     split_batch,
 )
 
@@ -358,23 +358,15 @@ class _Dispatcher:
     def _run_request(self, request: Request) -> bytes:
         token = _current.set(_HandlerContext(self._connection, request.id))
         try:
-            result = self._handler(request.method, request.params)
-        except JsonRpcError as exc:
-            logger.debug("request %r (id %r) answered with error %s", request.method, request.id, exc)
-            answer = error_message(request.id, exc)
-        except BaseException as exc:  # SystemExit in a worker must still be answered
-            logger.exception("handler failed on request %r (id %r)", request.method, request.id)
-            answer = error_message(request.id, InternalError(data={"exception": type(exc).__name__}))
-        else:
-            answer = response_message(request.id, result)
+            return answer_request(
+                request.id,
+                request.method,
+                functools.partial(self._handler, request.method, request.params),
+                "server",
+                logger,
+            )
         finally:
             _current.reset(token)
-        try:
-            return encode(answer)
-        except (TypeError, ValueError, RecursionError) as exc:
-            logger.exception("answer to request %r (id %r) is not JSON-serializable", request.method, request.id)
-            error = InternalError("Answer is not JSON-serializable", data={"exception": type(exc).__name__})
-            return encode(error_message(request.id, error))
 
     def _run_notification(self, notification: Notification) -> None:
         if self._connection.closed:
@@ -382,11 +374,12 @@ class _Dispatcher:
             return
         token = _current.set(_HandlerContext(self._connection, None))
         try:
-            self._handler(notification.method, notification.params)
-        except JsonRpcError as exc:
-            logger.debug("notification %r failed: %s", notification.method, exc)
-        except BaseException:
-            logger.exception("handler failed on notification %r", notification.method)
+            run_notification(
+                notification.method,
+                functools.partial(self._handler, notification.method, notification.params),
+                "server",
+                logger,
+            )
         finally:
             _current.reset(token)
 
