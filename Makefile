@@ -60,7 +60,7 @@ browser:
 # The site goes to build/site; --strict turns every warning (a broken link, a
 # docstring the reference cannot render) into a failure.
 docs: $(STAMP)
-	$(PY) -m mkdocs build --strict --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
 
 # An sdist and a wheel in dist/, each installed into a fresh venv and smoke-tested
 # there (from outside the checkout, so the installed copy is what runs).
