@@ -28,7 +28,8 @@ def main(checkout: str) -> int:
     from jsonrpc_threads import JsonRpcClient, StdioTransport  # noqa: PLC0415
 
     location = Path(jsonrpc_threads.__file__).resolve()
-    assert Path(checkout).resolve() not in location.parents, f"imported from the checkout: {location}"
+    assert Path(sys.prefix).resolve() in location.parents, f"not the installed copy: {location}"
+    assert location.parent != Path(checkout, "jsonrpc_threads").resolve(), f"imported from the checkout: {location}"
     assert jsonrpc_threads.__version__ == expected, (jsonrpc_threads.__version__, expected)
     assert (location.parent / "py.typed").is_file(), "py.typed is missing"
 
