@@ -12,5 +12,6 @@ import sys
 
 for line in sys.stdin:
     request = json.loads(line)
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": request["params"]["text"]}) + "\n")
+    answer = {"jsonrpc": "2.0", "id": request.get("id"), "result": request["params"]["text"]}
+    sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()

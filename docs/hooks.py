@@ -15,7 +15,7 @@ from typing import Any
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):<code>(~?)([^<]+)</code>")
 
 
-def _plain(match: "re.Match[str]") -> str:
+def _plain(match: re.Match[str]) -> str:
     name = match.group(2)
     if match.group(1):
         name = name.rsplit(".", 1)[-1]

@@ -263,7 +263,7 @@ def test_rpc_stdio_passes_an_allowlist_of_the_environment(tmp_path: Path) -> Non
     assert child["GREETING"] == "hello world" and child["EMPTY"] == "" and "JSONRPC_THREADS_CLI_SECRET" not in child
     result = run("rpc", "--stdio", server, "env", "--inherit-env", "--env", "GREETING=hi", env=secret)
     child = json.loads(result.out)
-    assert child["JSONRPC_THREADS_CLI_SECRET"] == "s3cret" and child["GREETING"] == "hi"
+    assert child["JSONRPC_THREADS_CLI_SECRET"] == "s3cret" and child["GREETING"] == "hi"  # noqa: S105
     for bad in (["--env", "NOVALUE"], ["--env", "=x"]):
         result = run("rpc", "--stdio", server, "env", *bad)
         assert result.code == 2 and "NAME=VALUE" in one_line(result.err), result
@@ -312,7 +312,7 @@ def test_progress_bar_on_a_terminal_redraws_one_line() -> None:
 TERMINAL_WAIT_S = 60.0
 
 
-def run_on_terminal(*args: str) -> "tuple[int, str]":
+def run_on_terminal(*args: str) -> tuple[int, str]:
     """Run the command with stderr on a pseudo-terminal; its exit code and all it drew there."""
     master, slave = pty.openpty()
     try:

@@ -121,9 +121,9 @@ def _leftovers(session: int) -> List[psutil.Process]:
     left = []
     for process in psutil.process_iter():
         try:
-            if process.pid != session and os.getsid(process.pid) == session:
-                if process.status() != psutil.STATUS_ZOMBIE:
-                    left.append(process)
+            mine = process.pid != session and os.getsid(process.pid) == session
+            if mine and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(process)
         except (psutil.Error, OSError):
             pass
     return left
