@@ -27,8 +27,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -130,29 +132,35 @@ def _leftovers(session: int) -> List[psutil.Process]:
 
 
 def _run(argv: List[str], cwd: Path, env: Dict[str, str], what: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.Popen(
-        argv,
-        cwd=str(cwd),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own session: whatever it starts can be found afterwards
-    )
-    try:
-        out, err = proc.communicate(timeout=SNIPPET_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        out, err = proc.communicate()
-        pytest.fail(f"{what} did not finish within {SNIPPET_TIMEOUT_S}s\nstdout:\n{out}\nstderr:\n{err}")
-    left = _leftovers(proc.pid)
-    if left:
-        _, alive = psutil.wait_procs(left, timeout=LEFTOVER_GRACE_S)
+    # Output goes to files, not pipes: a process the snippet left behind would
+    # hold a pipe open, and waiting for its end would hide the leak.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            text=True,
+            start_new_session=True,  # its own session: whatever it starts can be found afterwards
+        )
+        try:
+            proc.wait(SNIPPET_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        _, alive = psutil.wait_procs(_leftovers(proc.pid), timeout=LEFTOVER_GRACE_S)
         for process in alive:
             process.kill()
-        assert not alive, f"{what} left processes running: {[p.pid for p in alive]}"
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        psutil.wait_procs(alive, timeout=LEFTOVER_GRACE_S)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode == -signal.SIGKILL:
+        pytest.fail(f"{what} did not finish within {SNIPPET_TIMEOUT_S}s\nstdout:\n{stdout}\nstderr:\n{stderr}")
+    assert not alive, f"{what} left processes running: {[p.pid for p in alive]}"
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def _prepare(block: Block, directory: Path) -> None:
