@@ -1,11 +1,15 @@
-# jsonrpc_threads: `make demo`, `make test`, `make check`, `make conformance`.
-# Every target builds its own virtual environment in .venv from nothing but python3.
+# jsonrpc_threads: `make demo`, `make test`, `make check`, `make docs`, `make dist`,
+# `make conformance`, `make bench`.
+# Every target builds its own virtual environment in .venv from nothing but python3:
+# `make demo` installs the package alone (what the demo needs), the others add the
+# extras they need (`.[dev]`: tests, checks, docs, build).
 # The real MCP peers from npm (the reference server, the conformance suite and the
 # Node 22 it needs) go to tests/node/node_modules, pinned by tests/node/package-lock.json;
 # `make test` installs them when npm is there (their tests skip, with the reason, when not).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 
 NODE_DIR := tests/node
@@ -20,20 +24,56 @@ CONFORMANCE := $(NODE22) --require $(CURDIR)/$(NODE_DIR)/loopback.cjs \
 CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_RESULTS := build/conformance
 
-.PHONY: demo test check venv clean node-deps conformance bench bench-quick
+.PHONY: demo test check venv clean node-deps conformance bench bench-quick docs dist browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): $(PY) setup.cfg pyproject.toml
+$(DEMO_STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(PY) -m jsonrpc_threads.examples.demo
+
+# The docs test opens the built site in Debian's Chromium, driven through its
+# chromedriver (never a browser that a tool downloads). Installed once, as root
+# (CI) or through sudo; without either the test skips and says why.
+CHROMIUM := /usr/bin/chromium
+CHROMEDRIVER := /usr/bin/chromedriver
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver
+
+browser:
+	@if [ ! -x $(CHROMIUM) ] || [ ! -x $(CHROMEDRIVER) ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -q && $(APT_INSTALL); \
+		elif sudo -n true 2>/dev/null; then sudo apt-get update -q && sudo $(APT_INSTALL); \
+		else echo "make: $(CHROMIUM) is missing and apt-get needs root: the docs browser test will skip"; fi; \
+	fi
+
+# The site goes to build/site; --strict turns every warning (a broken link, a
+# docstring the reference cannot render) into a failure.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
+
+# An sdist and a wheel in dist/, each installed into a fresh venv and smoke-tested
+# there (from outside the checkout, so the installed copy is what runs).
+DIST_VENV := build/dist-venv
+dist: $(STAMP)
+	rm -rf dist $(DIST_VENV)-wheel $(DIST_VENV)-sdist
+	$(PY) -m build --outdir dist .
+	for kind in wheel sdist; do \
+		case $$kind in wheel) artefact=$$(ls dist/*.whl);; sdist) artefact=$$(ls dist/*.tar.gz);; esac; \
+		$(PYTHON) -m venv $(DIST_VENV)-$$kind && \
+		$(DIST_VENV)-$$kind/bin/python -m pip install --quiet "$$artefact" && \
+		(cd $(DIST_VENV)-$$kind && bin/python $(CURDIR)/tests/dist_smoke.py "$(CURDIR)") || exit 1; \
+	done
 
 $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	npm ci --prefix $(NODE_DIR) --no-audit --no-fund
@@ -41,7 +81,7 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 
 node-deps: $(NODE_STAMP)
 
-test: $(STAMP) $(if $(NPM),$(NODE_STAMP))
+test: $(STAMP) browser $(if $(NPM),$(NODE_STAMP))
 	$(PY) -m pytest
 
 conformance: $(STAMP) $(NODE_STAMP)

@@ -32,7 +32,7 @@ import tracemalloc
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Dict, List, Sequence, Union
+from typing import Any, Awaitable, Callable, Dict, List, Sequence, Tuple, Union
 
 import requests
 
@@ -41,6 +41,7 @@ from jsonrpc_threads._scheduler import default_scheduler
 from jsonrpc_threads.mcp import McpClient
 from jsonrpc_threads.transports.http import HttpTransport
 
+ROOT = Path(__file__).resolve().parent.parent
 ECHO_SERVER = Path(__file__).resolve().with_name("echo_server.py")
 ECHO_COMMAND = [sys.executable, str(ECHO_SERVER)]
 #: The params of every ``echo`` call: a small object, as a typical tool call's.
@@ -656,11 +657,131 @@ def timer_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
     return rows
 
 
+# -- case 7: start-up ------------------------------------------------------------------------
+
+COLD_START = Path(__file__).resolve().with_name("cold_start.py")
+BARE_ECHO_SERVER = Path(__file__).resolve().with_name("bare_echo_server.py")
+TOOL_SERVER = ROOT / "jsonrpc_threads" / "examples" / "tool_server.py"
+#: Seconds one cold start, or one server's first answer, may take.
+STARTUP_TIMEOUT_S = 60.0
+
+
+def _startup_env() -> Dict[str, str]:
+    """The environment of every interpreter started here: the package and its dependencies on PYTHONPATH.
+
+    They all run with ``-S`` (no ``site``), as a regular install would behave
+    minus ``.pth`` processing: the editable install of a development venv adds
+    a meta-path finder to every interpreter's start (about 14 ms), which would
+    weigh on the baselines as much as on us and hide our own cost.
+    """
+    import site  # noqa: PLC0415
+
+    paths = [str(ROOT), *site.getsitepackages()]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def _cold_start(variant: str, env: Dict[str, str]) -> Tuple[float, int]:
+    start = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-S", str(COLD_START), variant],
+        env=env,
+        capture_output=True,
+        timeout=STARTUP_TIMEOUT_S,
+        check=False,
+    )
+    elapsed = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise RuntimeError(f"cold start ({variant}) failed: {completed.stderr.decode(errors='replace')[-500:]}")
+    return elapsed, int(completed.stdout.split()[-1])
+
+
+def _first_answer(argv: List[str], env: Dict[str, str]) -> float:
+    """Seconds from spawning the server to reading its answer to one request; then it is closed."""
+    request = _dumps({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"text": "hello"}}).encode() + b"\n"
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(request)
+        proc.stdin.flush()
+        line = _readline_within(proc.stdout, STARTUP_TIMEOUT_S)
+        elapsed = time.perf_counter() - start
+        if _loads(line).get("result") != "hello":
+            raise RuntimeError(f"{argv}: unexpected answer {line!r}")
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(STARTUP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    return elapsed
+
+
+def startup_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    """Case 7: a stdio cold start against a bare subprocess round trip; a tool server's first answer."""
+    rounds = sizes["rounds"]
+    runs = sizes["startup_runs"]
+    env = _startup_env()
+    rows: List[Dict[str, Any]] = []
+    peaks: Dict[str, List[int]] = {"ours": [], "bare": []}
+
+    def cold(variant: str) -> Sample:
+        total = 0.0
+        for _ in range(runs):
+            elapsed, peak_kib = _cold_start(variant, env)
+            total += elapsed
+            peaks[variant].append(peak_kib)
+        return Sample(total / runs * 1e6)
+
+    results = run_interleaved({"bare": lambda: cold("bare"), "ours": lambda: cold("ours")}, rounds)
+    case = "7 stdio cold start"
+    rows.append(_ms_row(case, sched, "bare subprocess round trip (Popen, 2 lines, wait)", "baseline", results["bare"]))
+    rows.append(_ms_row(case, sched, "import, StdioTransport, initialize, call, close", "subject", results["ours"]))
+    for variant, label in (("bare", "peak memory, bare subprocess"), ("ours", "peak memory, cold start")):
+        rows.append(
+            {
+                "case": case,
+                "sched": sched,
+                "variant": label,
+                "role": "metric" if variant == "ours" else "info",
+                "unit": "MiB",
+                "median": statistics.median(peaks[variant]) / 1024.0,
+                "max_mib": max(peaks[variant]) / 1024.0,
+            }
+        )
+
+    def first(argv: List[str]) -> Sample:
+        return Sample(sum(_first_answer(argv, env) for _ in range(runs)) / runs * 1e6)
+
+    bare_server = [sys.executable, "-S", str(BARE_ECHO_SERVER)]
+    tool_server = [sys.executable, "-S", str(TOOL_SERVER)]
+    results = run_interleaved({"bare": lambda: first(bare_server), "ours": lambda: first(tool_server)}, rounds)
+    case = "7 tool server first answer"
+    rows.append(_ms_row(case, sched, "bare-Python line echo server", "baseline", results["bare"]))
+    rows.append(_ms_row(case, sched, "tool server on jsonrpc_threads.server", "subject", results["ours"]))
+    return rows
+
+
+def _ms_row(case: str, sched: str, variant: str, role: str, samples: List[Sample]) -> Dict[str, Any]:
+    row = make_row(case, sched, variant, role, samples)
+    for key in ("median", "min", "max"):
+        row[key] = row[key] / 1000.0
+    row["samples"] = [value / 1000.0 for value in row["samples"]]
+    row["unit"] = "ms"
+    row["calls_per_s"] = None
+    return row
+
+
 GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "stdio": stdio_cases,
     "sdk": sdk_cases,
     "http": http_cases,
     "timers": timer_cases,
+    "startup": startup_cases,
 }
 
 

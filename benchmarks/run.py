@@ -46,6 +46,7 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "http_conc": 1600,
         "timers": 100_000,
         "timer_timeout": 3.0,
+        "startup_runs": 5,
     },
     "quick": {
         "rounds": 3,
@@ -58,10 +59,11 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "http_conc": 192,
         "timers": 100_000,
         "timer_timeout": 2.0,
+        "startup_runs": 3,
     },
 }
 #: Sizes that --scale never takes below these.
-MINIMUM_SIZES = {"rounds": 1, "timers": 64}
+MINIMUM_SIZES = {"rounds": 1, "timers": 64, "startup_runs": 1}
 #: Longest a worker may run before it is stopped (and reported as failed).
 WORKER_TIMEOUT_S = {"full": 900.0, "quick": 240.0}
 
@@ -73,6 +75,7 @@ JOBS: Tuple[Tuple[str, str], ...] = (
     ("sdk", "pinned"),
     ("http", "os"),
     ("timers", "os"),
+    ("startup", "os"),
 )
 
 # Targets of issue 6.
@@ -86,6 +89,10 @@ TARGETS = {
     "timer_threads": 1,
     "timer_bytes": 2048,
     "timer_late_ms": 50.0,
+    # Issue 14: start-up.
+    "cold_start": 1.6,
+    "cold_start_mib": 20.0,
+    "first_answer": 1.3,
 }
 
 
@@ -188,6 +195,9 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
                 if floor is not None and floor.get("median"):
                     text += f"; {row['median'] / floor['median']:.2f}x raw"
                 _set(row, speedup, text, f">= {TARGETS['sdk']}x faster", speedup >= TARGETS["sdk"])
+            elif case.startswith("7 "):
+                limit = TARGETS["cold_start"] if "cold start" in case else TARGETS["first_answer"]
+                _set(row, ratio, f"{ratio:.2f}x the bare baseline", f"<= {limit}x", ratio <= limit)
             elif case.startswith("5 "):
                 text = f"{ratio:.2f}x requests"
                 if floor is not None and floor.get("median"):
@@ -214,6 +224,9 @@ def _annotate_metric(row: Dict[str, Any]) -> None:
     elif variant.startswith("lateness"):
         text = f"max {row['max_late_ms']:.1f} ms, p99 {row['p99_late_ms']:.1f} ms over all"
         _set(row, value, text, f"< {TARGETS['timer_late_ms']:.0f} ms", value < TARGETS["timer_late_ms"])
+    elif variant.startswith("peak memory"):
+        limit = TARGETS["cold_start_mib"]
+        _set(row, value, f"max {row['max_mib']:.1f} MiB", f"<= {limit:.0f} MiB", value <= limit)
     elif variant.startswith("time to register"):
         _set(row, value, f"{row['total_s']:.2f} s in all; {row['pending_at_end']:,} pending at the end", "", None)
 
@@ -399,7 +412,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="reduced sizes, well under a minute")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory for results.md/.json/.png")
-    parser.add_argument("--only", default="", help="comma-separated groups: stdio,sdk,http,timers")
+    parser.add_argument("--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup")
     parser.add_argument("--no-pin", action="store_true", help="skip the runs pinned to one CPU")
     parser.add_argument("--no-chart", action="store_true", help="do not draw results.png")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size by this")

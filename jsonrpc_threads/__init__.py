@@ -3,11 +3,21 @@
 Start with :class:`JsonRpcClient` over a :class:`StdioTransport` (a child
 process) or an :class:`HttpTransport` (MCP Streamable HTTP), or with
 :class:`jsonrpc_threads.mcp.McpClient` for MCP servers.
+
+Importing the package costs almost nothing: only the exception tree is loaded
+here.  Every other public name is imported the first time it is used
+(``from jsonrpc_threads import HttpTransport`` loads ``requests`` then, not
+before), so a stdio-only program, and a tool server written on
+:mod:`jsonrpc_threads.server`, never pay for the HTTP stack.
 """
 
-import logging
+from __future__ import annotations
 
-from .client import DEFAULT_TIMEOUT, Batch, JsonRpcClient, lsp_cancellation, mcp_cancellation
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any, Dict, List
+
+from ._version import __version__
 from .errors import (
     HttpConnectionError,
     HttpError,
@@ -23,12 +33,42 @@ from .errors import (
     SessionExpired,
     TransportClosed,
 )
-from .transports.base import MessageSink, Transport
-from .transports.config import transport_from_config
-from .transports.http import HttpTransport
-from .transports.stdio import StdioTransport
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from .client import DEFAULT_TIMEOUT, Batch, JsonRpcClient, lsp_cancellation, mcp_cancellation
+    from .transports.base import MessageSink, Transport
+    from .transports.config import transport_from_config
+    from .transports.http import HttpTransport
+    from .transports.stdio import StdioTransport
+
+#: Public names imported on first use: name -> the module that defines it.
+_LAZY: Dict[str, str] = {
+    "DEFAULT_TIMEOUT": ".client",
+    "Batch": ".client",
+    "JsonRpcClient": ".client",
+    "lsp_cancellation": ".client",
+    "mcp_cancellation": ".client",
+    "MessageSink": ".transports.base",
+    "Transport": ".transports.base",
+    "transport_from_config": ".transports.config",
+    "HttpTransport": ".transports.http",
+    "StdioTransport": ".transports.stdio",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use (PEP 562) and keep it in the module's namespace."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -53,6 +93,7 @@ __all__ = [
     "StdioTransport",
     "Transport",
     "TransportClosed",
+    "__version__",
     "lsp_cancellation",
     "mcp_cancellation",
     "transport_from_config",

@@ -4,7 +4,9 @@ Commands::
 
     jsonrpc-threads tools --config mcp.json [--json]
     jsonrpc-threads call  --config mcp.json SERVER TOOL ['{"json": "arguments"}' | -] [--json] [--no-progress]
-    jsonrpc-threads rpc   (--stdio "CMD ARGS" | --url URL [--header "Name: value"]) METHOD ['[params]' | -] [--notify]
+    jsonrpc-threads rpc   (--stdio "CMD ARGS" [--env NAME=VALUE] [--inherit-env] | --url URL [--header "Name: value"])
+                          METHOD ['[params]' | -] [--notify]
+    jsonrpc-threads --version
 
 Every command takes ``--timeout SECONDS`` (how long each request may take:
 starting a server, listing its tools, the call) and ``-v`` / ``-vv`` (log to
@@ -13,7 +15,15 @@ registry's descriptors); a server that cannot start is reported on stderr and
 the others are still listed.  ``call`` prints the tool's text result on stdout
 (``--json``: the whole result) with a progress bar on stderr while the server
 reports progress.  ``rpc`` sends one raw JSON-RPC request and prints its
-result (or the error object) as JSON.
+result (or the error object) as JSON.  ``rpc --stdio`` starts the server as
+:class:`~jsonrpc_threads.transports.stdio.StdioTransport` does: with an
+allowlist of the environment (``PATH``, ``HOME``, ``LANG``, ...), plus each
+``--env NAME=VALUE``; ``--inherit-env`` passes the whole environment instead.
+
+On a terminal, a call that runs for more than :data:`ELAPSED_AFTER_S` seconds
+shows its elapsed time on stderr (and ``call`` a live progress bar while the
+server reports progress); when stderr is not a terminal, only progress reports
+are written, one line each.
 
 Exit codes (:data:`EXIT_CODES`):
 
@@ -29,7 +39,9 @@ Exit codes (:data:`EXIT_CODES`):
 ====  =======================================================================
 
 Errors are one line on stderr, ``jsonrpc-threads: <what went wrong>``; no
-traceback (``-vv`` logs them).
+traceback (``-vv`` logs them).  A server that stopped is reported with its exit
+code and the last line it wrote on stderr; a timeout names the tool (``call``,
+and ``rpc tools/call``) or the method.
 """
 
 from __future__ import annotations
@@ -40,8 +52,10 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import IO, Any, Callable, Dict, NoReturn, Optional, Sequence, Tuple
 
+from ._version import __version__
 from .client import JsonRpcClient
 from .errors import HttpError, JsonRpcError, RequestTimeout, TransportClosed
 from .mcp.config import ConfigError, load_config
@@ -55,7 +69,6 @@ from .mcp.registry import (
     result_text,
 )
 from .transports.base import Transport
-from .transports.http import HttpTransport
 from .transports.stdio import StdioTransport
 
 PROG = "jsonrpc-threads"
@@ -85,6 +98,14 @@ DEFAULT_RPC_TIMEOUT_S = 30.0
 DESCRIPTION_CHARS = 80
 #: Width of the live progress bar.
 BAR_WIDTH = 30
+#: Seconds a call runs without progress before a terminal shows its elapsed time.
+ELAPSED_AFTER_S = 1.0
+#: Seconds between two redraws of the elapsed time.
+ELAPSED_TICK_S = 1.0
+#: How long finish() waits for the elapsed-time thread to stop.
+ELAPSED_STOP_S = 2.0
+#: Characters of a server's last stderr line kept in a failure line.
+STDERR_LINE_CHARS = 200
 
 logger = logging.getLogger(__name__)
 
@@ -111,12 +132,37 @@ def exit_code_for(error: BaseException) -> int:
     return EXIT_ERROR_RESULT
 
 
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][-STDERR_LINE_CHARS:] if lines else ""
+
+
 def _one_line(error: BaseException) -> str:
-    text = error.message if isinstance(error, TransportClosed) else str(error)
-    if isinstance(error, TransportClosed) and error.returncode is not None:
-        text += f" (exit code {error.returncode})"
-    lines = [line for line in text.splitlines() if line.strip()]
+    """One line for a failure; a stopped server's exit code and last stderr line included."""
+    if isinstance(error, TransportClosed):
+        text = error.message
+        if error.returncode is not None:
+            text += f" (exit code {error.returncode})"
+        last = _last_line(error.stderr_tail)
+        if last:
+            text += f"; stderr: {last}"
+        return text
+    lines = [line for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
+
+
+def _request_name(method: str, params: Any) -> str:
+    """What a request is, for a message: the tool (prompt, resource) it names, else its method."""
+    if isinstance(params, dict):
+        for prefix, key, what in (
+            ("tools/", "name", "tool"),
+            ("prompts/", "name", "prompt"),
+            ("resources/", "uri", "resource"),
+        ):
+            value = params.get(key)
+            if method.startswith(prefix) and isinstance(value, str):
+                return f"{method!r} for {what} {value!r}"
+    return repr(method)
 
 
 # -- argument parsing ---------------------------------------------------------------
@@ -151,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Call MCP tools and JSON-RPC servers from the command line.",
         epilog=epilog,
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
 
@@ -170,6 +217,17 @@ def build_parser() -> argparse.ArgumentParser:
     target = rpc.add_mutually_exclusive_group(required=True)
     target.add_argument("--stdio", metavar="COMMAND", help='the server\'s command line, e.g. "python server.py"')
     target.add_argument("--url", metavar="URL", help="an HTTP JSON-RPC (MCP Streamable HTTP) endpoint")
+    rpc.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="--stdio: a variable for the server (repeatable); it gets only an allowlist of this environment "
+        "(PATH, HOME, LANG, ...) and these",
+    )
+    rpc.add_argument(
+        "--inherit-env", action="store_true", help="--stdio: pass the server this whole environment (and --env)"
+    )
     rpc.add_argument(
         "--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header (repeatable)"
     )
@@ -196,17 +254,54 @@ def _read_json(text: Optional[str], what: str, stdin: IO[str]) -> Any:
 class ProgressDisplay:
     """Shows progress notifications on a stream: a live bar on a terminal, else one line each.
 
+    On a terminal (``live``), :meth:`start` also starts a thread that shows the
+    elapsed time once the call has run :data:`ELAPSED_AFTER_S` seconds
+    (``waiting for <what>... 3s``, or after the bar once progress arrived);
+    :meth:`finish` stops it and clears the line.  Nothing but progress lines is
+    written to a stream that is not a terminal.
+
     Thread-safe (progress callbacks run on worker threads).
     """
 
-    def __init__(self, stream: IO[str], *, live: Optional[bool] = None) -> None:
+    def __init__(self, stream: IO[str], *, live: Optional[bool] = None, what: str = "the answer") -> None:
         self._stream = stream
         if live is None:
             isatty = getattr(stream, "isatty", None)
             live = bool(isatty()) if callable(isatty) else False
         self._live = live
-        self._lock = threading.Lock()  # guards _shown and writes to the stream
+        self._what = what
+        self._lock = threading.Lock()  # guards _shown, _line, _started and writes to the stream
         self._shown = 0  # characters of the live line now on screen
+        self._line = ""  # the last progress line drawn (without the elapsed time)
+        self._started: Optional[float] = None  # time.monotonic() of start()
+        self._stop = threading.Event()
+        self._ticker: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        """Start timing the call; on a terminal, show its elapsed time while it runs long."""
+        with self._lock:
+            self._started = time.monotonic()
+        if self._live and self._ticker is None:
+            self._ticker = threading.Thread(target=self._tick, name="jsonrpc-threads-cli-elapsed", daemon=True)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(ELAPSED_TICK_S):
+            with self._lock:
+                if self._started is None:
+                    continue
+                elapsed = time.monotonic() - self._started
+                if elapsed < ELAPSED_AFTER_S:
+                    continue
+                base = self._line or f"waiting for {self._what}..."
+                self._draw(f"{base} {elapsed:.0f}s")
+
+    def _draw(self, line: str) -> None:
+        # Called with _lock held.
+        padding = " " * max(0, self._shown - len(line))
+        self._stream.write(f"\r{line}{padding}")
+        self._stream.flush()
+        self._shown = len(line)
 
     def update(self, params: Dict[str, Any]) -> None:
         """Show one ``notifications/progress`` (``progress``, ``total``, ``message``)."""
@@ -228,13 +323,15 @@ class ProgressDisplay:
                 line = f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {counts} {fraction:4.0%}{suffix}"
             else:
                 line = f"[{'?' * BAR_WIDTH}] {counts}{suffix}"
-            padding = " " * max(0, self._shown - len(line))
-            self._stream.write(f"\r{line}{padding}")
-            self._stream.flush()
-            self._shown = len(line)
+            self._line = line
+            self._draw(line)
 
     def finish(self) -> None:
-        """Clear the live line (nothing to do for line output)."""
+        """Stop the elapsed time and clear the live line (nothing to do for line output)."""
+        self._stop.set()
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None:
+            ticker.join(ELAPSED_STOP_S)
         with self._lock:
             if self._live and self._shown:
                 self._stream.write("\r" + " " * self._shown + "\r")
@@ -296,9 +393,11 @@ def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str
         arguments = {}
     if not isinstance(arguments, dict):
         raise _Failure(EXIT_USAGE, f"the arguments must be a JSON object, not {type(arguments).__name__}")
-    display = None if args.no_progress else ProgressDisplay(err)
     what = f"tool {args.tool!r} on server {args.server!r}"
+    display = None if args.no_progress else ProgressDisplay(err, what=what)
     with _registry(args) as registry:
+        if display is not None:
+            display.start()
         try:
             result = registry.call_tool(
                 args.server,
@@ -336,37 +435,58 @@ def _headers(values: Sequence[str]) -> Dict[str, str]:
     return headers
 
 
-def cmd_rpc(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
-    """``rpc``: one raw request; its result (or error object) as JSON on stdout."""
-    params = _read_json(args.params, "the params", stdin)
-    if params is not None and not isinstance(params, (dict, list)):
-        raise _Failure(EXIT_USAGE, f"the params must be a JSON object or array, not {type(params).__name__}")
-    transport: Transport
+def _environment(values: Sequence[str]) -> Dict[str, str]:
+    env: Dict[str, str] = {}
+    for value in values:
+        name, sep, content = value.partition("=")
+        if not sep or not name or any(c.isspace() for c in name):
+            raise _Failure(EXIT_USAGE, f"an environment variable is NAME=VALUE, not {value!r}")
+        env[name] = content
+    return env
+
+
+def _transport(args: argparse.Namespace) -> Transport:
     if args.stdio is not None:
         if not args.stdio.strip():
             raise _Failure(EXIT_USAGE, "--stdio needs a command")
         if args.header:
             raise _Failure(EXIT_USAGE, "--header goes with --url")
-        transport = StdioTransport(args.stdio, inherit_env=True)
-    else:
-        try:
-            transport = HttpTransport(args.url, headers=_headers(args.header))
-        except ValueError as exc:
-            raise _Failure(EXIT_USAGE, str(exc)) from None
+        return StdioTransport(args.stdio, env=_environment(args.env), inherit_env=args.inherit_env)
+    if args.env or args.inherit_env:
+        raise _Failure(EXIT_USAGE, "--env and --inherit-env go with --stdio")
+    from .transports.http import HttpTransport  # noqa: PLC0415  (only --url pays for the HTTP stack)
+
+    try:
+        return HttpTransport(args.url, headers=_headers(args.header))
+    except ValueError as exc:
+        raise _Failure(EXIT_USAGE, str(exc)) from None
+
+
+def cmd_rpc(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
+    """``rpc``: one raw request; its result (or error object) as JSON on stdout."""
+    params = _read_json(args.params, "the params", stdin)
+    if params is not None and not isinstance(params, (dict, list)):
+        raise _Failure(EXIT_USAGE, f"the params must be a JSON object or array, not {type(params).__name__}")
+    transport = _transport(args)
     timeout = args.timeout if args.timeout is not None else DEFAULT_RPC_TIMEOUT_S
+    what = _request_name(args.method, params)
     with JsonRpcClient(transport, default_timeout=timeout) as client:
         if args.notify:
             client.notify(args.method, params)
             return EXIT_OK
+        display = ProgressDisplay(err, what=f"the answer to {what}")
+        display.start()
         try:
             result = client.call(args.method, params)
         except RequestTimeout as exc:
-            raise _Failure(EXIT_TIMEOUT, f"no answer to {args.method!r} within {exc.timeout}s") from None
+            raise _Failure(EXIT_TIMEOUT, f"no answer to {what} within {exc.timeout}s") from None
         except (TransportClosed, HttpError):
             raise
         except JsonRpcError as exc:
             out.write(json.dumps(exc.to_error_object(), indent=2, ensure_ascii=False) + "\n")
             return EXIT_ERROR_RESULT
+        finally:
+            display.finish()
     out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
 

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import io
 import json
+import os
+import pty
+import select
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
 import psutil
 import pytest
 
-from jsonrpc_threads.cli import EXIT_CODES, ProgressDisplay
+from jsonrpc_threads import __version__
+from jsonrpc_threads.cli import ELAPSED_AFTER_S, EXIT_CODES, ProgressDisplay
 
 from .conftest import PEERS_DIR
 from .peers.registry_launch import sdk_http_peer
@@ -35,7 +41,7 @@ class Run:
         return f"<exit {self.code}; stdout {self.out!r}; stderr {self.err!r}>"
 
 
-def run(*args: str, stdin: str = "") -> Run:
+def run(*args: str, stdin: str = "", env: Optional[Dict[str, str]] = None) -> Run:
     completed = subprocess.run(
         [sys.executable, "-m", "jsonrpc_threads", *args],
         input=stdin,
@@ -43,6 +49,7 @@ def run(*args: str, stdin: str = "") -> Run:
         text=True,
         timeout=RUN_TIMEOUT_S,
         check=False,
+        env=None if env is None else {**os.environ, **env},
     )
     result = Run(completed)
     assert "Traceback" not in result.err, result
@@ -158,6 +165,12 @@ def test_call_prints_the_result_and_shows_progress(config: str) -> None:
         (["example", "slow", '{"seconds": 30}', "--timeout", "0.5"], 4, "", "did not finish within 0.5s"),
         (["missing", "add"], 5, "", "server 'missing' failed to start"),
         (["example", "crash", '{"code": 7}'], 5, "", "server 'example' stopped during the call"),
+        (
+            ["example", "crash", '{"code": 7}'],
+            5,
+            "",
+            "(exit code 7); stderr: mcp_tool_server: crashing on purpose with exit code 7",
+        ),
     ],
 )
 def test_call_exit_codes(config: str, args: List[str], code: int, stdout: str, message: Any) -> None:
@@ -185,6 +198,11 @@ def test_a_bad_config_file_is_exit_code_2(tmp_path: Path, content: Any, message:
         assert message in one_line(result.err)
 
 
+def test_version() -> None:
+    result = run("--version")
+    assert (result.code, result.out, result.err) == (0, f"jsonrpc-threads {__version__}\n", ""), result
+
+
 def test_usage_errors_are_exit_code_2() -> None:
     for args in ([], ["frobnicate"], ["call", "--config"], ["call", "--config", "x.json", "s", "t", "--timeout", "-1"]):
         result = run(*args)
@@ -209,9 +227,50 @@ def test_rpc_over_stdio(marker: str) -> None:
     result = run("rpc", "--stdio", server, "hang", "--timeout", "0.3")
     assert result.code == 4 and "no answer to 'hang' within 0.3s" in one_line(result.err), result
     result = run("rpc", "--stdio", server, "crash", '{"code": 9}')
-    assert result.code == 5 and "exit code 9" in one_line(result.err), result
+    assert result.code == 5, result
+    assert one_line(result.err).endswith("(exit code 9); stderr: tool_server: crashing on purpose with exit code 9")
     result = run("rpc", "--stdio", server, "add", '"text"')
     assert result.code == 2 and "must be a JSON object or array" in one_line(result.err), result
+
+
+def test_rpc_timeouts_name_the_tool(marker: str) -> None:
+    server = f"env {MARKER_VARIABLE}={marker} {sys.executable} -m jsonrpc_threads.examples.mcp_tool_server"
+    params = {"name": "slow", "arguments": {"seconds": 30}}
+    result = run("rpc", "--stdio", server, "tools/call", json.dumps(params), "--timeout", "0.5")
+    assert result.code == 4, result
+    assert one_line(result.err) == "jsonrpc-threads: no answer to 'tools/call' for tool 'slow' within 0.5s"
+
+
+ENV_SERVER = """\
+import json, os, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": dict(os.environ)}), flush=True)
+"""
+
+
+def test_rpc_stdio_passes_an_allowlist_of_the_environment(tmp_path: Path) -> None:
+    script = tmp_path / "env_server.py"
+    script.write_text(ENV_SERVER)
+    server = f"{sys.executable} {script}"
+    secret = {"JSONRPC_THREADS_CLI_SECRET": "s3cret"}
+    result = run("rpc", "--stdio", server, "env", env=secret)
+    assert result.code == 0, result
+    child = json.loads(result.out)
+    assert "JSONRPC_THREADS_CLI_SECRET" not in child and child["PATH"] == os.environ["PATH"]
+    result = run("rpc", "--stdio", server, "env", "--env", "GREETING=hello world", "--env", "EMPTY=", env=secret)
+    child = json.loads(result.out)
+    assert child["GREETING"] == "hello world" and child["EMPTY"] == "" and "JSONRPC_THREADS_CLI_SECRET" not in child
+    result = run("rpc", "--stdio", server, "env", "--inherit-env", "--env", "GREETING=hi", env=secret)
+    child = json.loads(result.out)
+    assert child["JSONRPC_THREADS_CLI_SECRET"] == "s3cret" and child["GREETING"] == "hi"  # noqa: S105
+    for bad in (["--env", "NOVALUE"], ["--env", "=x"]):
+        result = run("rpc", "--stdio", server, "env", *bad)
+        assert result.code == 2 and "NAME=VALUE" in one_line(result.err), result
+    result = run("rpc", "--url", "http://127.0.0.1:9/mcp", "--env", "A=b", "ping")
+    assert result.code == 2 and "go with --stdio" in one_line(result.err), result
+    help_text = " ".join(run("rpc", "--help").out.split())
+    assert "--env NAME=VALUE" in help_text and "--inherit-env" in help_text and "allowlist" in help_text
 
 
 def test_rpc_failures_to_connect_are_exit_code_5() -> None:
@@ -247,6 +306,71 @@ def test_progress_bar_on_a_terminal_redraws_one_line() -> None:
     assert frames[2].startswith("[" + "#" * 30 + "] 4/4 100%")
     assert frames[3].startswith("[" + "?" * 30 + "] 7")
     assert frames[-1] == "" and "\n" not in stream.getvalue()
+
+
+#: The longest a terminal test waits for the command to finish.
+TERMINAL_WAIT_S = 60.0
+
+
+def run_on_terminal(*args: str) -> tuple[int, str]:
+    """Run the command with stderr on a pseudo-terminal; its exit code and all it drew there."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jsonrpc_threads", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=slave,
+        )
+    finally:
+        os.close(slave)
+    chunks: List[bytes] = []
+    deadline = time.monotonic() + TERMINAL_WAIT_S
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError as exc:  # EIO: every writer closed the terminal
+                if exc.errno != errno.EIO:
+                    raise
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = proc.wait(TERMINAL_WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_a_long_call_without_progress_shows_elapsed_time_on_a_terminal(config: str) -> None:
+    seconds = ELAPSED_AFTER_S + 1.5
+    code, screen = run_on_terminal("call", "--config", config, "example", "slow", json.dumps({"seconds": seconds}))
+    assert code == 0, screen
+    frames = [frame.strip() for frame in screen.split("\r") if frame.strip()]
+    assert "waiting for tool 'slow' on server 'example'... 1s" in frames, screen
+    assert any(frame.startswith("[" + "#" * 30 + "] 1/1 100%") for frame in frames), screen
+
+
+def test_a_long_rpc_shows_elapsed_time_on_a_terminal_and_names_the_method(marker: str) -> None:
+    server = f"env {MARKER_VARIABLE}={marker} {sys.executable} -m jsonrpc_threads.examples.tool_server"
+    code, screen = run_on_terminal("rpc", "--stdio", server, "hang", "--timeout", str(ELAPSED_AFTER_S + 1.5))
+    assert code == 4, screen
+    assert "waiting for the answer to 'hang'... 1s" in screen, screen
+    assert screen.rstrip().endswith(f"no answer to 'hang' within {ELAPSED_AFTER_S + 1.5}s"), screen
+
+
+def test_no_elapsed_time_when_stderr_is_not_a_terminal(config: str) -> None:
+    seconds = ELAPSED_AFTER_S + 1.5
+    result = run("call", "--config", config, "example", "slow", json.dumps({"seconds": seconds}))
+    assert result.code == 0, result
+    assert result.err.splitlines() == ["progress: 1/1 step 1 of 1"], result
 
 
 def test_every_exit_code_is_documented() -> None:

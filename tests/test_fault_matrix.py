@@ -24,7 +24,7 @@ The peers are real: ``tests/peers/stdio_peer.py`` as a child process,
 the scenario kills the server.  Transports: ``stdio``, ``http`` (JSON answers)
 and ``http-sse`` (SSE answers).
 
-``python -m tests.test_fault_matrix`` prints the README's "Failure modes" section,
+``python -m tests.test_fault_matrix`` prints the docs page ``docs/failure-modes.md``,
 generated from the table; :func:`test_readme_matches_the_matrix` keeps the two equal.
 """
 
@@ -86,7 +86,7 @@ ESCALATION_S = stdio_module.STDIN_CLOSE_GRACE_S + stdio_module.TERMINATE_GRACE_S
 LIMIT = 10_000
 #: The stderr flood: more than any pipe buffer, many times over.
 FLOOD_BYTES = 8 * 1024 * 1024
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "failure-modes.md"
 
 
 @dataclass
@@ -823,9 +823,9 @@ def test_a_cancelled_request_wakes_concurrent_futures_wait() -> None:
         assert time.monotonic() - started < 0.4
 
 
-# -- the README section ------------------------------------------------------------------------
+# -- the docs page (docs/failure-modes.md) ----------------------------------------------------
 
-README_HEADING = "## Failure modes"
+README_HEADING = "# Failure modes"
 README_INTRO = """\
 What a misbehaving server does to a client, as `tests/test_fault_matrix.py` checks it
 on every transport the fault applies to (`stdio`: a child process; `http`: JSON
@@ -882,7 +882,7 @@ def readme_section() -> str:
 def test_readme_matches_the_matrix() -> None:
     text = README.read_text(encoding="utf-8")
     if README_HEADING not in text:
-        pytest.skip("README.md has no 'Failure modes' section yet (python -m tests.test_fault_matrix prints it)")
+        pytest.skip("docs/failure-modes.md has no 'Failure modes' page yet (python -m tests.test_fault_matrix prints it)")
     start = text.index(README_HEADING)
     following = text.find("\n## ", start + len(README_HEADING))
     section = text[start : following + 1 if following >= 0 else len(text)]

@@ -5,6 +5,10 @@ in an ``mcpServers`` configuration::
 
     {"mcpServers": {"example": {"command": "python", "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}}}
 
+(``python`` there is the first on ``PATH``: activate the virtual environment
+that has the package, or write the interpreter's full path; from Python, use
+``sys.executable``.)
+
 It answers ``initialize``, ``ping``, ``tools/list`` and ``tools/call``, and shows
 what an MCP server owes its client: protocol version negotiation, tool results
 as content blocks, ``isError`` results for failures the model should see,
