@@ -29,14 +29,6 @@ heavy = {heavy!r}
 print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))))
 """
 
-PSUTIL_PENDING = pytest.mark.xfail(
-    strict=False,
-    reason="transports/stdio.py imports psutil at module level; its rewrite makes psutil lazy (owned elsewhere)",
-)
-CONFIG_PENDING = pytest.mark.xfail(
-    strict=False,
-    reason="transports/config.py imports transports/http.py at module level; its owner makes that lazy",
-)
 
 
 def loaded_after(statement: str, heavy: tuple = HEAVY) -> List[str]:
@@ -71,12 +63,10 @@ def test_a_stdio_client_loads_no_http_stack() -> None:
     assert loaded_after("from jsonrpc_threads import JsonRpcClient, StdioTransport", HEAVY[:3] + HEAVY[4:]) == []
 
 
-@PSUTIL_PENDING
 def test_a_stdio_client_loads_psutil_only_when_it_reclaims_a_process_tree() -> None:
     assert loaded_after("from jsonrpc_threads import JsonRpcClient, StdioTransport") == []
 
 
-@CONFIG_PENDING
 def test_transport_from_config_loads_the_http_stack_only_for_a_url() -> None:
     statement = "from jsonrpc_threads import transport_from_config"
     assert loaded_after(statement, ("requests", "urllib3", "sseclient", "jsonrpc_threads.transports.http")) == []
