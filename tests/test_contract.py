@@ -1,4 +1,4 @@
-"""One contract, every transport: the same calls behave the same over stdio and HTTP."""
+"""One contract, every transport: the same calls behave the same in memory, over stdio and over HTTP."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from jsonrpc_threads import (
 )
 
 from .conftest import peer_command
+from .helpers import MemoryTransport
 from .peers.http_peer import HttpPeer
 
 WAIT_S = 10.0
-TRANSPORTS = ["stdio", "http-json", "http-sse"]
+TRANSPORTS = ["memory", "stdio", "http-json", "http-sse"]
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -37,8 +38,10 @@ def connect(kind: str) -> Iterator[Any]:
     clients: List[JsonRpcClient] = []
 
     def make(**options: Any) -> JsonRpcClient:
-        if kind == "stdio":
-            transport: Any = StdioTransport(peer_command("stdio_peer"))
+        if kind == "memory":
+            transport: Any = MemoryTransport()
+        elif kind == "stdio":
+            transport = StdioTransport(peer_command("stdio_peer"))
         else:
             peer = HttpPeer().start()
             peers.append(peer)

@@ -248,12 +248,14 @@ def test_done_callbacks_of_library_settled_futures_run_on_callback_workers(clien
 
 
 def test_a_blocking_done_callback_stalls_no_timeout_of_any_client() -> None:
-    release = threading.Event()
+    release, blocking = threading.Event(), threading.Event()
     with make_client() as first, make_client() as second:
         # A retry from a done-callback after a timeout: it blocks, on a worker of the first client.
         blocked = first.request("never", timeout=0.05)
-        blocked.add_done_callback(lambda f: (first.call("sleep", {"seconds": 0.5}), release.wait(WAIT_S)))
-        time.sleep(0.2)  # let it time out and its callback block
+        blocked.add_done_callback(
+            lambda f: (first.call("sleep", {"seconds": 0.2}), blocking.set(), release.wait(WAIT_S))
+        )
+        assert blocking.wait(WAIT_S)
         started = time.monotonic()
         with pytest.raises(RequestTimeout):
             second.call("never", timeout=0.2)
@@ -314,7 +316,7 @@ def test_keyboard_interrupt_during_a_large_write_never_leaves_half_a_message() -
         client.close()
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split()
     assert lines[0] == "interrupted"
@@ -335,7 +337,9 @@ def test_a_batch_with_an_unencodable_request_refuses_it_at_once_and_sends_the_re
     assert not client.has_pending()
 
 
-def test_a_handler_raising_system_exit_is_still_answered(client: JsonRpcClient, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_handler_raising_system_exit_is_still_answered(
+    client: JsonRpcClient, caplog: pytest.LogCaptureFixture
+) -> None:
     def leave(params: Any) -> None:
         raise SystemExit(3)
 
