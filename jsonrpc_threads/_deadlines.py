@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Optional
+from typing import Any, Optional, Union
 
 #: The longest single wait the library asks of a lock, a condition or poll(): a
 #: longer (or endless) wait is made of slices of this length.  Far below
@@ -26,6 +26,22 @@ MAX_WAIT_SLICE_S = 3600.0
 
 #: Timeouts at or above this mean "no deadline" (a thread cannot wait longer).
 NO_DEADLINE_AT_S = min(threading.TIMEOUT_MAX, 1e9)
+
+
+class UseDefault:
+    """The type of :data:`DEFAULT_TIMEOUT`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT_TIMEOUT"
+
+
+#: Sentinel: "use the client's default timeout" (``...`` means the same).
+DEFAULT_TIMEOUT: Any = UseDefault()
+
+#: What a ``timeout=`` parameter takes.
+Timeout = Union[float, None, UseDefault]
 
 
 def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
@@ -75,4 +91,14 @@ def passed(deadline: Optional[float]) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
 
-__all__ = ["MAX_WAIT_SLICE_S", "check_timeout", "deadline_after", "passed", "time_left", "wait_slice"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_WAIT_SLICE_S",
+    "Timeout",
+    "UseDefault",
+    "check_timeout",
+    "deadline_after",
+    "passed",
+    "time_left",
+    "wait_slice",
+]

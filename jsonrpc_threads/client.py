@@ -45,16 +45,17 @@ import itertools
 import logging
 import threading
 from concurrent.futures import Future
-from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from . import messages
-from ._deadlines import check_timeout, deadline_after
+from ._closing import Closing
+from ._deadlines import DEFAULT_TIMEOUT, Timeout, UseDefault, check_timeout, deadline_after
 from ._dispatch import answer_request, run_notification
 from ._futures import CallWaiter, RequestFuture
 from ._pending import Pending, PendingTable, fresh_error
 from ._scheduler import Scheduler, default_scheduler
 from ._workers import PoolClosed, SerialLane, WorkerPool, current_worker
+from .batch import Batch, BatchItem
 from .cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from .errors import (
     InvalidRequest,
@@ -85,22 +86,7 @@ ANSWER_SEND_TIMEOUT_S = 30.0
 SECOND_CLOSE_WAIT_S = 15.0
 
 
-class _Default:
-    """The type of :data:`DEFAULT_TIMEOUT`."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "DEFAULT_TIMEOUT"
-
-
-#: Sentinel: "use the client's default timeout" (``...`` means the same).
-DEFAULT_TIMEOUT: Any = _Default()
-
-Timeout = Union[float, None, _Default]
-
-
-class JsonRpcClient:
+class JsonRpcClient(Closing):
     """A JSON-RPC 2.0 client over one transport.
 
     Thread-safe: every method may be called from any number of threads at once.
@@ -351,17 +337,6 @@ class JsonRpcClient:
         finally:
             self._close_done.set()
 
-    def __enter__(self) -> JsonRpcClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self._table)} pending"
         return f"<JsonRpcClient {self._label} {state}>"
@@ -397,7 +372,7 @@ class JsonRpcClient:
     # -- internals ----------------------------------------------------------------
 
     def _resolve_timeout(self, timeout: Timeout) -> Optional[float]:
-        if isinstance(timeout, _Default) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
+        if isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
             return self.default_timeout
         return check_timeout(timeout)
 
@@ -526,7 +501,7 @@ class JsonRpcClient:
         self._workers.shutdown(grace)
         self._callbacks.shutdown(CALLBACK_SHUTDOWN_GRACE_S if grace else 0.0, drain=True)
 
-    def _send_batch(self, items: List[_BatchItem]) -> None:
+    def _send_batch(self, items: List[BatchItem]) -> None:
         """Send the messages of a batch as one array (see :class:`Batch`)."""
         parts: List[bytes] = []
         tracked: List[Tuple[RequestId, Pending]] = []
@@ -575,86 +550,11 @@ def _run_done_callback(fn: Callable[[Future[Any]], object], future: Future[Any])
         logger.exception("exception calling callback for %r", future)
 
 
-class _BatchItem:
-    """One message of a batch, encoded (and so checked) when it was added."""
-
-    __slots__ = ("data", "entry")
-
-    def __init__(self, data: bytes, entry: Optional[Pending]) -> None:
-        self.data = data
-        self.entry = entry  # None for a notification
-
-
-class Batch:
-    """Requests and notifications collected to be sent as one JSON array.
-
-    Made by :meth:`JsonRpcClient.batch`; not thread-safe (fill it from one
-    thread).  Each message is encoded when it is added, so bad params raise
-    there and nothing of them is sent.
-    """
-
-    def __init__(self, client: JsonRpcClient) -> None:
-        self._client = client
-        self._items: List[_BatchItem] = []
-        self._sent = False
-
-    def request(
-        self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT
-    ) -> Future[Any]:
-        """Add a request; its future settles once the batch is sent and answered.
-
-        The timeout counts from the moment the batch is sent.  Cancelling the
-        future before the block ends leaves the request out of the batch.
-
-        Raises:
-            RuntimeError: when the batch was already sent.
-            TypeError, ValueError: for params that cannot be encoded, or a bad timeout.
-        """
-        self._check_open()
-        client = self._client
-        resolved = client._resolve_timeout(timeout)
-        request_id = next(client._ids)
-        data = messages.encode(messages.request_message(request_id, method, params))
-        future = RequestFuture(client, request_id, client)
-        self._items.append(_BatchItem(data, Pending(future, method, resolved, False)))
-        return future
-
-    def notify(self, method: str, params: messages.Params = None) -> None:
-        """Add a notification.
-
-        Raises:
-            RuntimeError: when the batch was already sent.
-            TypeError, ValueError: for params that cannot be encoded.
-        """
-        self._check_open()
-        self._items.append(_BatchItem(messages.encode(messages.notification_message(method, params)), None))
-
-    def _check_open(self) -> None:
-        if self._sent:
-            raise RuntimeError("this batch was already sent")
-
-    def __enter__(self) -> Batch:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self._sent = True
-        if exc_type is not None:
-            for item in self._items:
-                if item.entry is not None:
-                    cast(RequestFuture, item.entry.future).cancel()
-            return
-        self._client._send_batch(self._items)
-
-
 __all__ = [
     "DEFAULT_TIMEOUT",
     "Batch",
     "JsonRpcClient",
+    "Timeout",
     "lsp_cancellation",
     "mcp_cancellation",
 ]

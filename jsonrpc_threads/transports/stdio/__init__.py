@@ -31,6 +31,7 @@ import time
 import weakref
 from typing import Callable, Mapping, Optional, Sequence, Union
 
+from ..._closing import Closing
 from ...errors import RequestId
 from ...framing import encode_content_length, encode_line
 from ..base import MessageSink
@@ -79,7 +80,7 @@ def _strong_ref(sink: MessageSink) -> SinkRef:
     return lambda: sink
 
 
-class StdioTransport:
+class StdioTransport(Closing):
     """A child process speaking JSON-RPC on its stdin and stdout.
 
     The child is started here, so :attr:`pid` is known at once and a command
@@ -292,12 +293,6 @@ class StdioTransport:
         """
         self._finalizer.detach()
         self._child.close()
-
-    def __enter__(self) -> StdioTransport:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         child = self._child
