@@ -13,10 +13,6 @@ before), so a stdio-only program, and a tool server written on
 
 from __future__ import annotations
 
-import importlib
-import logging
-from typing import TYPE_CHECKING, Any, Dict, List
-
 from ._version import __version__
 from .errors import (
     HttpConnectionError,
@@ -34,7 +30,10 @@ from .errors import (
     TransportClosed,
 )
 
+TYPE_CHECKING = False  # typing, logging and importlib are not loaded here: see the docstring
 if TYPE_CHECKING:
+    from typing import Any, Dict, List
+
     from .client import DEFAULT_TIMEOUT, Batch, JsonRpcClient, lsp_cancellation, mcp_cancellation
     from .transports.base import MessageSink, Transport
     from .transports.config import transport_from_config
@@ -61,7 +60,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    from importlib import import_module  # noqa: PLC0415 - on first use only
+
+    value = getattr(import_module(module, __name__), name)
     globals()[name] = value
     return value
 
@@ -70,7 +71,7 @@ def __dir__() -> List[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())
+# The package logger gets its NullHandler when logging is first used (see _logs.py).
 
 __all__ = [
     "DEFAULT_TIMEOUT",

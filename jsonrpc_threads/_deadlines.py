@@ -14,10 +14,12 @@ Pure: no threads, no I/O.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
-from typing import Any, Optional, Union
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional, Union
 
 #: The longest single wait the library asks of a lock, a condition or poll(): a
 #: longer (or endless) wait is made of slices of this length.  Far below
@@ -40,8 +42,23 @@ class UseDefault:
 #: Sentinel: "use the client's default timeout" (``...`` means the same).
 DEFAULT_TIMEOUT: Any = UseDefault()
 
-#: What a ``timeout=`` parameter takes.
-Timeout = Union[float, None, UseDefault]
+if TYPE_CHECKING:
+    #: What a ``timeout=`` parameter takes.
+    Timeout = Union[float, None, UseDefault]
+
+
+def is_nan(value: float) -> bool:
+    """True for NaN (the one value unequal to itself; no ``math`` import for it)."""
+    return value != value  # noqa: PLR0124
+
+
+def __getattr__(name: str) -> Any:
+    """``Timeout`` (a ``typing.Union``), made on first use: typing loads only when asked for."""
+    if name == "Timeout":
+        from typing import Union  # noqa: PLC0415
+
+        return Union[float, None, UseDefault]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
@@ -60,7 +77,7 @@ def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError(f"{what} must be a number of seconds or None, not {type(timeout).__name__}")
     value = float(timeout)
-    if math.isnan(value) or value < 0:
+    if is_nan(value) or value < 0:
         raise ValueError(f"{what} must be >= 0 seconds, not {timeout!r}")
     if value >= NO_DEADLINE_AT_S:
         return None
@@ -98,6 +115,7 @@ __all__ = [
     "UseDefault",
     "check_timeout",
     "deadline_after",
+    "is_nan",
     "passed",
     "time_left",
     "wait_slice",

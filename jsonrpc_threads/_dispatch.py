@@ -20,17 +20,21 @@ a reader) and writes the answer.
 
 from __future__ import annotations
 
-import logging
-from typing import Any, Callable
-
-from .errors import InternalError, JsonRpcError, RequestId
+from ._logs import LazyLogger, get_logger
+from .errors import InternalError, JsonRpcError
 from .messages import encode, error_message, response_message
 
-logger = logging.getLogger(__name__)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from .errors import RequestId
+
+logger = get_logger(__name__)
 
 
 def answer_request(
-    request_id: RequestId, method: str, invoke: Callable[[], Any], where: str, log: logging.Logger = logger
+    request_id: RequestId, method: str, invoke: Callable[[], Any], where: str, log: LazyLogger = logger
 ) -> bytes:
     """Run ``invoke()`` (the handler of request ``method``) and return its encoded answer.
 
@@ -55,7 +59,7 @@ def answer_request(
         return encode(error_message(request_id, error))
 
 
-def run_notification(method: str, invoke: Callable[[], Any], where: str, log: logging.Logger = logger) -> None:
+def run_notification(method: str, invoke: Callable[[], Any], where: str, log: LazyLogger = logger) -> None:
     """Run ``invoke()`` (the handler of notification ``method``); what it raises goes to ``log``.  Never raises."""
     try:
         invoke()

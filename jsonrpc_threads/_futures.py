@@ -1,4 +1,4 @@
-"""The two kinds of future a request can have.
+"""The future of a ``request()``.
 
 :class:`RequestFuture` is what :meth:`JsonRpcClient.request` returns: a real
 :class:`concurrent.futures.Future`, with three differences, each for a rule
@@ -13,34 +13,21 @@ of the client:
 - its Condition is made on first use (most futures never need one before
   they settle), which halves what a pending request costs.
 
-:class:`CallWaiter` is the private future of one blocking ``call()``: looked
-at by exactly one thread, it is a lock held from birth and released when the
-answer is in, so waiting is one ``acquire()``.
-
-Both are settled at most once, by whoever removes the request from the
-pending map (:mod:`._pending`).
+Settled at most once, by whoever removes the request from the pending map
+(:mod:`._pending`).  Imported on the first ``request()``: a program that only
+ever makes blocking calls never loads :mod:`concurrent.futures` (nor the
+:mod:`logging` it imports).
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from typing import Any, Callable, List, Optional, Protocol
 
-from ._deadlines import wait_slice
+from ._settling import settling
 from ._workers import waiting_for_answer
 from .errors import RequestId
-
-#: Set while the library settles a future: done-callbacks then go to a worker.
-_settling = threading.local()
-
-
-class Settleable(Protocol):
-    """What settling a pending request needs: a RequestFuture or a CallWaiter."""
-
-    def set_result(self, result: Any) -> None: ...
-
-    def set_exception(self, exception: Optional[BaseException]) -> None: ...
 
 
 class CallbackRunner(Protocol):
@@ -53,28 +40,6 @@ class Withdrawer(Protocol):
     """What a cancelled RequestFuture tells (the client)."""
 
     def _withdraw(self, request_id: RequestId, reason: str) -> None: ...
-
-
-def settle_result(future: Settleable, value: Any) -> None:
-    """Settle with a result, as the library (done-callbacks go to a worker)."""
-    _settling.active = True
-    try:
-        future.set_result(value)
-    except InvalidStateError:  # the caller cancelled it in the meantime
-        pass
-    finally:
-        _settling.active = False
-
-
-def settle_exception(future: Settleable, error: BaseException) -> None:
-    """Settle with an error, as the library (done-callbacks go to a worker)."""
-    _settling.active = True
-    try:
-        future.set_exception(error)
-    except InvalidStateError:
-        pass
-    finally:
-        _settling.active = False
 
 
 class _LazyCondition:
@@ -161,7 +126,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         callbacks = self._callbacks
 
         def run(future: Future[Any]) -> None:
-            if getattr(_settling, "active", False):
+            if getattr(settling, "active", False):
                 callbacks.run_callback(fn, future)
             else:
                 fn(future)
@@ -183,53 +148,4 @@ class RequestFuture(Future):  # type: ignore[type-arg]
             return super().exception(timeout)
 
 
-class CallWaiter:
-    """The private future of one ``call()``: settled once, awaited only by its caller."""
-
-    __slots__ = ("_error", "_lock", "_result", "_settled")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()
-        self._settled = False
-        self._result: Any = None
-        self._error: Optional[BaseException] = None
-
-    def set_result(self, result: Any) -> None:
-        if not self._settled:
-            self._result = result
-            self._settled = True
-            self._lock.release()
-
-    def set_exception(self, exception: Optional[BaseException]) -> None:
-        if not self._settled:
-            self._error = exception
-            self._settled = True
-            self._lock.release()
-
-    def settled(self) -> bool:
-        """True once the answer (or error) is in."""
-        return self._settled
-
-    def wait(self, deadline: Optional[float]) -> bool:
-        """Wait until settled or ``deadline`` (monotonic) passed; True if settled."""
-        if self._settled:
-            return True
-        lock = self._lock
-        with waiting_for_answer():
-            while True:
-                if lock.acquire(timeout=wait_slice(deadline)):
-                    return True
-                if deadline is not None and wait_slice(deadline) <= 0.0:
-                    return self._settled
-
-    def result(self) -> Any:
-        """The result once settled; raises the error it was settled with."""
-        error = self._error
-        if error is not None:
-            self._error = None  # no reference cycle through the traceback
-            raise error
-        return self._result
-
-
-__all__ = ["CallWaiter", "RequestFuture", "Settleable", "settle_exception", "settle_result"]
+__all__ = ["RequestFuture"]

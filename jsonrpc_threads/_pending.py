@@ -37,16 +37,22 @@ called from any thread.
 from __future__ import annotations
 
 import copy
-import logging
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._futures import Settleable, settle_exception, settle_result
+from ._logs import get_logger
 from ._scheduler import TimerHandle
+from ._settling import settle_exception, settle_result
 from ._workers import PoolClosed, SerialLane
-from .errors import InvalidRequest, JsonRpcError, RequestId, RequestTimeout, TransportClosed, error_from_response
+from .errors import InvalidRequest, JsonRpcError, RequestTimeout, TransportClosed, error_from_response
 
-logger = logging.getLogger(__name__)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+    from ._settling import Settleable
+    from .errors import RequestId
+
+logger = get_logger(__name__)
 
 
 class Pending:

@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import logging
-import math
 import os
 import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
-from ._deadlines import MAX_WAIT_SLICE_S
+from ._deadlines import MAX_WAIT_SLICE_S, is_nan
+from ._logs import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: Rebuild the heap when more than this many entries are cancelled and they
 #: are more than half of it.
@@ -96,7 +95,7 @@ class Scheduler:
             RuntimeError: when the scheduler was stopped.
             ValueError: for a NaN or negative ``delay``.
         """
-        if math.isnan(delay) or delay < 0:
+        if is_nan(delay) or delay < 0:
             raise ValueError(f"delay must be >= 0, not {delay!r}")
         return self._schedule(time.monotonic() + delay, callback, args)
 
@@ -107,7 +106,7 @@ class Scheduler:
             RuntimeError: when the scheduler was stopped.
             ValueError: for a NaN ``deadline``.
         """
-        if math.isnan(deadline):
+        if is_nan(deadline):
             raise ValueError("deadline must be a number, not NaN")
         return self._schedule(deadline, callback, args)
 

@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import collections
 import itertools
-import logging
-import queue
 import threading
 import time
-from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
 from ._deadlines import wait_slice
+from ._logs import get_logger
 
-logger = logging.getLogger(__name__)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
-_Task = Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]]
+logger = get_logger(__name__)
 
 #: The pool (or lane) of the current thread, if it is one of ours.
 _local = threading.local()
@@ -96,13 +96,14 @@ class WorkerPool:
             raise ValueError("max_workers must be at least 1")
         self._max_workers = max_workers
         self._name = name
-        self._tasks: queue.SimpleQueue[_Task] = queue.SimpleQueue()
-        # _lock guards _threads, _queued, _busy, _blocked, _closed, _drain and _serial;
-        # _idle is notified when nothing is queued or running any more.
+        # _lock guards _tasks, _threads, _busy, _blocked, _closed, _drain and _serial.
+        # _work (on _lock) is notified when a task is queued or the pool shuts down;
+        # _idle (on _lock) when nothing is queued or running any more.
         self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
+        self._tasks: Deque[Tuple[Callable[..., Any], Tuple[Any, ...]]] = collections.deque()
         self._threads: List[threading.Thread] = []
-        self._queued = 0
         self._busy: Set[threading.Thread] = set()
         self._blocked = 0
         self._closed = False
@@ -118,9 +119,9 @@ class WorkerPool:
         with self._lock:
             if self._closed:
                 raise PoolClosed("worker pool is shut down")
-            self._queued += 1
+            self._tasks.append((fn, args))
             self._spawn_if_needed()
-        self._tasks.put((fn, args))
+            self._work.notify()
 
     def in_worker(self) -> bool:
         """True when called from one of this pool's threads."""
@@ -130,13 +131,13 @@ class WorkerPool:
     def unfinished(self) -> int:
         """How many tasks are queued or running."""
         with self._lock:
-            return self._queued + len(self._busy)
+            return len(self._tasks) + len(self._busy)
 
     def wait_idle(self, timeout: Optional[float]) -> bool:
         """Wait until no task is queued or running; False when ``timeout`` passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
-            while self._queued or self._busy:
+            while self._tasks or self._busy:
                 if deadline is not None and time.monotonic() >= deadline:
                     return False
                 self._idle.wait(wait_slice(deadline))
@@ -157,10 +158,13 @@ class WorkerPool:
             else:
                 self._closed = True
                 self._drain = drain
+                if not drain:
+                    self._tasks.clear()
+                    if not self._busy:
+                        self._idle.notify_all()
                 threads = list(self._threads)
+                self._work.notify_all()
             busy = set(self._busy)
-        for _ in threads:
-            self._tasks.put(None)
         if not wait_for_busy:
             threads = [thread for thread in threads if thread not in busy]
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -169,54 +173,48 @@ class WorkerPool:
             if thread is current:
                 continue
             while thread.is_alive():
-                slice_s = wait_slice(deadline)
-                thread.join(slice_s)
+                thread.join(wait_slice(deadline))
                 if deadline is not None and time.monotonic() >= deadline:
                     break
 
     def _set_blocked(self, delta: int) -> None:
         with self._lock:
             self._blocked += delta
-            if delta > 0 and self._queued and not self._closed:
+            if delta > 0 and self._tasks and not self._closed:
                 self._spawn_if_needed()
 
     def _spawn_if_needed(self) -> None:
-        # Called with _lock held, after _queued was counted.
+        # Called with _lock held, after a task was queued.
         count = len(self._threads)
         idle = count - len(self._busy)
-        if self._queued <= idle or count >= self._max_workers + self._blocked:
+        if len(self._tasks) <= idle or count >= self._max_workers + self._blocked:
             return
-        thread = threading.Thread(target=self._work, name=f"{self._name}-{next(self._serial)}", daemon=True)
+        thread = threading.Thread(target=self._run, name=f"{self._name}-{next(self._serial)}", daemon=True)
         self._threads.append(thread)
         thread.start()
 
-    def _work(self) -> None:
+    def _run(self) -> None:
         _local.owner = self
         me = threading.current_thread()
+        lock = self._lock
         tasks = self._tasks
         while True:
-            task = tasks.get()
-            with self._lock:
-                if task is None:
-                    if not (self._drain and self._queued):
+            with lock:
+                while not tasks:
+                    if self._closed:
+                        self._threads.remove(me)
                         return
-                    tasks.put(None)  # for the next thread; this one drains first
-                    continue
-                self._queued -= 1
+                    self._work.wait(wait_slice(None))
+                fn, args = tasks.popleft()
                 self._busy.add(me)
-                run = not self._closed or self._drain
-            if run:
-                fn, args = task
-                _run_task(fn, args, self._name)
-                del fn, args
-            del task
-            with self._lock:
+            _run_task(fn, args, self._name)
+            del fn, args
+            with lock:
                 self._busy.discard(me)
-                if not self._queued and not self._busy:
+                if not tasks and not self._busy:
                     self._idle.notify_all()
                 # A thread started while others waited for answers ends once idle.
-                surplus = len(self._threads) > self._max_workers + self._blocked
-                if surplus and not self._queued and not self._closed:
+                if not tasks and not self._closed and len(self._threads) > self._max_workers + self._blocked:
                     self._threads.remove(me)
                     return
 

@@ -9,16 +9,18 @@ exits without an exception.  Each request's future settles like any other.
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, List, Optional, Type, cast
-
 from . import messages
-from ._deadlines import DEFAULT_TIMEOUT, Timeout
-from ._futures import RequestFuture
+from ._deadlines import DEFAULT_TIMEOUT
 from ._pending import Pending
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from types import TracebackType
+    from typing import Any, List, Optional, Type
+
+    from ._deadlines import Timeout
+    from ._futures import RequestFuture
     from .client import JsonRpcClient
 
 
@@ -62,6 +64,8 @@ class Batch:
         resolved = client._resolve_timeout(timeout)
         request_id = next(client._ids)
         data = messages.encode(messages.request_message(request_id, method, params))
+        from ._futures import RequestFuture  # noqa: PLC0415 - concurrent.futures on first use
+
         future = RequestFuture(client, request_id, client)
         self._items.append(BatchItem(data, Pending(future, method, resolved, False)))
         return future
@@ -93,7 +97,8 @@ class Batch:
         if exc_type is not None:
             for item in self._items:
                 if item.entry is not None:
-                    cast(RequestFuture, item.entry.future).cancel()
+                    future: RequestFuture = item.entry.future  # type: ignore[assignment]
+                    future.cancel()
             return
         self._client._send_batch(self._items)
 

@@ -42,18 +42,17 @@ cancellation notification a peer understands is a parameter
 from __future__ import annotations
 
 import itertools
-import logging
+import sys
 import threading
-from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from . import messages
 from ._closing import Closing
-from ._deadlines import DEFAULT_TIMEOUT, Timeout, UseDefault, check_timeout, deadline_after
+from ._deadlines import DEFAULT_TIMEOUT, UseDefault, check_timeout, deadline_after
 from ._dispatch import answer_request, run_notification
-from ._futures import CallWaiter, RequestFuture
+from ._logs import get_logger
 from ._pending import Pending, PendingTable, fresh_error
 from ._scheduler import Scheduler, default_scheduler
+from ._settling import CallWaiter, settle_exception
 from ._workers import PoolClosed, SerialLane, WorkerPool, current_worker
 from .batch import Batch, BatchItem
 from .cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
@@ -61,15 +60,24 @@ from .errors import (
     InvalidRequest,
     JsonRpcError,
     MethodNotFound,
-    RequestId,
     TransportClosed,
 )
 from .transports.base import Transport, capabilities, describe
 
-logger = logging.getLogger(__name__)
+TYPE_CHECKING = False  # typing and concurrent.futures load only when used (start-up cost)
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-RequestHandler = Callable[[Any], Any]
-NotificationHandler = Callable[[Any], None]
+    from ._deadlines import Timeout
+    from ._futures import RequestFuture
+    from .errors import RequestId
+
+logger = get_logger(__name__)
+
+if TYPE_CHECKING:
+    RequestHandler = Callable[[Any], Any]
+    NotificationHandler = Callable[[Any], None]
 
 #: How long ``close()`` waits for running handlers before leaving them to
 #: finish on their daemon threads.
@@ -187,7 +195,7 @@ class JsonRpcClient(Closing):
         resolved = self._resolve_timeout(timeout)
         request_id = next(self._ids)
         data = messages.encode(messages.request_message(request_id, method, params))
-        future = RequestFuture(self, request_id, self)
+        future = _request_future(self, request_id)
         entry = Pending(future, method, resolved, self._lane.in_lane())
         self._table.add(request_id, entry)
         if resolved is not None:
@@ -265,8 +273,9 @@ class JsonRpcClient(Closing):
         Returns:
             True when the future is cancelled (now or before), False when it had settled.
         """
-        if isinstance(future, RequestFuture):
-            return future.cancel_with_reason(reason)
+        futures = sys.modules.get("jsonrpc_threads._futures")  # none made yet: not one of ours
+        if futures is not None and isinstance(future, futures.RequestFuture):
+            return bool(future.cancel_with_reason(reason))
         return future.cancel()
 
     def batch(self) -> Batch:
@@ -508,7 +517,7 @@ class JsonRpcClient(Closing):
         for item in items:
             entry = item.entry
             if entry is not None:
-                future = cast(RequestFuture, entry.future)
+                future: RequestFuture = entry.future  # type: ignore[assignment]
                 if future.cancelled():
                     continue  # cancelled inside the block: never sent
                 tracked.append((future.request_id, entry))
@@ -529,9 +538,7 @@ class JsonRpcClient(Closing):
             self._table.add_many(tracked)
         except TransportClosed as exc:
             for _, entry in tracked:
-                settle = cast(RequestFuture, entry.future)
-                if not settle.done():
-                    settle.set_exception(fresh_error(exc))
+                settle_exception(entry.future, fresh_error(exc))
             raise
         for request_id, entry in tracked:
             if entry.timeout is not None:
@@ -541,6 +548,22 @@ class JsonRpcClient(Closing):
                     if timer is not None:
                         timer.cancel()
         self._send_requests(data, [request_id for request_id, _ in tracked], None)
+
+
+def __getattr__(name: str) -> Any:
+    """``Timeout`` (a ``typing.Union``), made on first use: typing loads only when asked for."""
+    if name == "Timeout":
+        from ._deadlines import Timeout  # noqa: PLC0415
+
+        return Timeout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _request_future(client: JsonRpcClient, request_id: RequestId) -> RequestFuture:
+    """A new RequestFuture (``concurrent.futures`` is imported with the first one)."""
+    from ._futures import RequestFuture  # noqa: PLC0415 - on first use: see the module docstring of _futures
+
+    return RequestFuture(client, request_id, client)
 
 
 def _run_done_callback(fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:

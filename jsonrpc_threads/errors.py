@@ -66,9 +66,23 @@ attributes (a message changed after construction included).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union, cast
+TYPE_CHECKING = False  # typing is not imported at run time: a tool server's start-up pays for every module
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union
 
-RequestId = Union[int, str]
+    #: A request id: an ``int`` or a ``str``.
+    RequestId = Union[int, str]
+    _E = TypeVar("_E", bound="JsonRpcError")
+
+
+def __getattr__(name: str) -> Any:
+    """``RequestId`` (``Union[int, str]``), made on first use: typing loads only when asked for."""
+    if name == "RequestId":
+        from typing import Union  # noqa: PLC0415
+
+        return Union[int, str]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -83,8 +97,6 @@ HTTP_ERROR = -32002
 MESSAGE_TOO_LARGE = -32003
 #: The code of :class:`ConfigError`.
 CONFIG_ERROR = -32010
-
-_E = TypeVar("_E", bound="JsonRpcError")
 
 
 class JsonRpcError(Exception):
@@ -496,7 +508,9 @@ def error_from_response(error: Any) -> RemoteError:
         return RemoteInternalError(message or "Malformed error object in response", data=error)
     cls = REMOTE_ERRORS.get(code)
     if cls is not None:
-        return cast(RemoteError, cls(message or cls.default_message, data))
+        remote = cls(message or cls.default_message, data)
+        assert isinstance(remote, RemoteError)  # every class of REMOTE_ERRORS is one
+        return remote
     return RemoteError(code, message, data)
 
 

@@ -23,15 +23,21 @@ from __future__ import annotations
 
 import json
 import json.encoder as _json_encoder
-import re
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+import re  # loaded by json already
+from collections.abc import Mapping
 
-from .errors import InvalidRequest, JsonRpcError, ParseError, RequestId, error_from_response
+from .errors import InvalidRequest, JsonRpcError, ParseError, error_from_response
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Union
+
+    from .errors import RequestId
+
+    #: What ``params`` may be: a mapping, a sequence, or None to leave it out.
+    Params = Union[Mapping[str, Any], Sequence[Any], None]
 
 JSONRPC_VERSION = "2.0"
-
-Params = Union[Mapping[str, Any], Sequence[Any], None]
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _dumps = _encoder.encode
@@ -71,40 +77,90 @@ def _make_fast_dumps() -> Optional[Callable[[Any], str]]:
 _fast_dumps = _make_fast_dumps()
 
 
-@dataclass(frozen=True)
-class Request:
-    """A call that expects an answer."""
+class _Event:
+    """A small immutable record: fields by position or name, equality and repr by value."""
 
+    __slots__: ClassVar[Tuple[str, ...]] = ()
+
+    def __init__(self, *values: Any, **named: Any) -> None:
+        fields = type(self).__slots__
+        defaults = type(self)._defaults
+        if len(values) > len(fields):
+            raise TypeError(f"{type(self).__name__} takes at most {len(fields)} values")
+        for index, field in enumerate(fields):
+            if index < len(values):
+                value = values[index]
+            elif field in named:
+                value = named.pop(field)
+            elif field in defaults:
+                value = defaults[field]
+            else:
+                raise TypeError(f"{type(self).__name__} needs {field!r}")
+            object.__setattr__(self, field, value)
+        if named:
+            raise TypeError(f"{type(self).__name__} has no field {next(iter(named))!r}")
+
+    _defaults: ClassVar[Dict[str, Any]] = {}
+
+    def _values(self) -> Tuple[Any, ...]:
+        return tuple(getattr(self, field) for field in type(self).__slots__)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, *map(repr, self._values())))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{field}={getattr(self, field)!r}" for field in type(self).__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Request(_Event):
+    """A call that expects an answer: ``Request(id, method, params=None)``."""
+
+    __slots__ = ("id", "method", "params")
+    _defaults: ClassVar[Dict[str, Any]] = {"params": None}
     id: RequestId
     method: str
-    params: Any = None
+    params: Any
 
 
-@dataclass(frozen=True)
-class Notification:
-    """A call that is never answered."""
+class Notification(_Event):
+    """A call that is never answered: ``Notification(method, params=None)``."""
 
+    __slots__ = ("method", "params")
+    _defaults: ClassVar[Dict[str, Any]] = {"params": None}
     method: str
-    params: Any = None
+    params: Any
 
 
-@dataclass(frozen=True)
-class Response:
-    """A successful answer to the request with the same id."""
+class Response(_Event):
+    """A successful answer to the request with the same id: ``Response(id, result)``."""
 
+    __slots__ = ("id", "result")
     id: RequestId
     result: Any
 
 
-@dataclass(frozen=True)
-class ErrorResponse:
+class ErrorResponse(_Event):
     """A failed answer; ``id`` is ``None`` when the peer could not read the request's id."""
 
+    __slots__ = ("error", "id")
     id: Optional[RequestId]
     error: JsonRpcError
 
+    def __init__(self, id: Optional[RequestId], error: JsonRpcError) -> None:
+        super().__init__(id=id, error=error)
 
-Message = Union[Request, Notification, Response, ErrorResponse]
+
+if TYPE_CHECKING:
+    Message = Union[Request, Notification, Response, ErrorResponse]
 
 
 def is_valid_id(value: Any) -> bool:
@@ -248,7 +304,7 @@ def parse_message(obj: Any) -> Message:
     if has_result:
         if not is_valid_id(request_id):
             raise _invalid(obj, "a response id must be a string or an integer")
-        return Response(request_id, obj["result"])  # type: ignore[arg-type]
+        return Response(request_id, obj["result"])
     if request_id is not None and not is_valid_id(request_id):
         raise _invalid(obj, "a response id must be a string, an integer or null")
     return ErrorResponse(request_id, error_from_response(obj["error"]))

@@ -59,20 +59,17 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass
-from typing import IO, Any, Callable, Iterator, List, Optional
 
 from ._dispatch import answer_request, run_notification
+from ._logs import LazyLogger
 from ._workers import WorkerPool
-from .errors import InvalidRequest, ParseError, RequestId
+from .errors import InvalidRequest, ParseError
 from .messages import (
     ErrorResponse,
     Notification,
-    Params,
     Request,
     Response,
     decode,
@@ -82,6 +79,17 @@ from .messages import (
     parse_message,
     split_batch,
 )
+
+TYPE_CHECKING = False  # typing and logging are not imported at run time: a tool server starts faster
+if TYPE_CHECKING:
+    import logging
+    from typing import IO, Any, Callable, Iterator, List, Optional
+
+    from .errors import RequestId
+    from .messages import Params
+
+    #: ``handler(method, params) -> result``; ``params`` is a dict, a list or ``None``.
+    Handler = Callable[[str, Any], Any]
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -95,7 +103,22 @@ __all__ = [
     "serve",
 ]
 
-logger = logging.getLogger(__name__)
+
+class _ServerLogger(LazyLogger):
+    """This module's logger: when it first loads logging, the stderr handler of serve() goes in."""
+
+    __slots__ = ()
+
+    @property
+    def logger(self) -> logging.Logger:
+        real = self._logger
+        if real is None:
+            real = LazyLogger.logger.fget(self)  # type: ignore[attr-defined]
+            _stderr_logging_loaded()
+        return real
+
+
+logger = _ServerLogger(__name__)
 
 #: At end of input, how long :func:`serve` waits for running handlers before it returns.
 EOF_DRAIN_TIMEOUT_S = 5.0
@@ -108,8 +131,14 @@ WORKER_JOIN_GRACE_S = 1.0
 
 _DISCARD_CHUNK_BYTES = 64 * 1024
 
-#: ``handler(method, params) -> result``; ``params`` is a dict, a list or ``None``.
-Handler = Callable[[str, Any], Any]
+
+def __getattr__(name: str) -> Any:
+    """``Handler`` (a ``typing.Callable``), made on first use: typing loads only when asked for."""
+    if name == "Handler":
+        from typing import Any, Callable  # noqa: PLC0415
+
+        return Callable[[str, Any], Any]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ServerConnection:
@@ -179,10 +208,14 @@ class ServerConnection:
             self._closed = True
 
 
-@dataclass(frozen=True)
 class _HandlerContext:
-    connection: ServerConnection
-    request_id: Optional[RequestId]
+    """What a handler's thread knows of the request it serves."""
+
+    __slots__ = ("connection", "request_id")
+
+    def __init__(self, connection: ServerConnection, request_id: Optional[RequestId]) -> None:
+        self.connection = connection
+        self.request_id = request_id
 
 
 _current: contextvars.ContextVar[Optional[_HandlerContext]] = contextvars.ContextVar(
@@ -409,31 +442,69 @@ def _read_lines(stream: IO[bytes], limit: int) -> Iterator[Optional[bytes]]:
             yield None
 
 
-_stderr_lock = threading.Lock()  # guards _stderr_users
+# _stderr_lock guards _stderr_users, _stderr_pending and _stderr_handler.
+_stderr_lock = threading.RLock()
 _stderr_users = 0
+_stderr_pending = False  # serve() wants the handler, but logging was not loaded yet
 _stderr_handler: Optional[logging.Handler] = None
 
 
 def _attach_stderr_logging() -> bool:
-    global _stderr_users, _stderr_handler
+    """serve() begins: log to stderr while it runs, unless the process configured logging.
+
+    When :mod:`logging` was never imported, nobody configured it: the handler
+    goes in when this module first logs (see :class:`_ServerLogger`), so a
+    server that logs nothing never loads logging.
+    """
+    global _stderr_users, _stderr_pending
     with _stderr_lock:
         if _stderr_users == 0:
-            if logging.getLogger().handlers:
-                return False
-            _stderr_handler = logging.StreamHandler(sys.stderr)
-            _stderr_handler.setFormatter(logging.Formatter("%(name)s: %(levelname)s: %(message)s"))
-            logger.addHandler(_stderr_handler)
+            if "logging" in sys.modules:
+                import logging  # noqa: PLC0415 - loaded already
+
+                if logging.getLogger().handlers:
+                    return False
+                _install_stderr_handler_locked()
+            else:
+                _stderr_pending = True
         _stderr_users += 1
         return True
 
 
+def _install_stderr_handler_locked() -> None:
+    global _stderr_handler
+    import logging  # noqa: PLC0415
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(name)s: %(levelname)s: %(message)s"))
+    logging.getLogger(__name__).addHandler(handler)  # the Logger this module's logger stands for
+    _stderr_handler = handler
+
+
+def _stderr_logging_loaded() -> None:
+    """This module's logger was just made: put in the handler serve() is waiting for."""
+    global _stderr_pending
+    with _stderr_lock:
+        if not _stderr_pending:
+            return
+        _stderr_pending = False
+        import logging  # noqa: PLC0415
+
+        if _stderr_users and not logging.getLogger().handlers:
+            _install_stderr_handler_locked()
+
+
 def _detach_stderr_logging() -> None:
-    global _stderr_users, _stderr_handler
+    global _stderr_users, _stderr_handler, _stderr_pending
     with _stderr_lock:
         _stderr_users -= 1
-        if _stderr_users == 0 and _stderr_handler is not None:
-            logger.removeHandler(_stderr_handler)
-            _stderr_handler = None
+        if _stderr_users == 0:
+            _stderr_pending = False
+            if _stderr_handler is not None:
+                import logging  # noqa: PLC0415 - loaded: the handler is one of its
+
+                logging.getLogger(__name__).removeHandler(_stderr_handler)
+                _stderr_handler = None
 
 
 def _silence_stdout() -> None:

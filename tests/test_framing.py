@@ -17,7 +17,7 @@ from jsonrpc_threads.framing import (
     encode_content_length,
     encode_line,
 )
-from jsonrpc_threads.framing._events import Frame
+Frame = Any
 
 Decoder = Any
 

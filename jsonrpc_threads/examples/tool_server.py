@@ -18,12 +18,15 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Tuple, Type, Union
 
 from jsonrpc_threads.errors import InvalidParams, MethodNotFound
 from jsonrpc_threads.server import current_request_id, notify, serve
 
-Number = Union[int, float]
+TYPE_CHECKING = False  # typing is not imported at run time: the server starts faster without it
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Tuple, Type, Union
+
+    Number = Union[int, float]
 
 
 def _param(params: Dict[str, Any], name: str, types: Tuple[Type[Any], ...], default: Any = None) -> Any:

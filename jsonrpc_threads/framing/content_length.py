@@ -22,9 +22,14 @@ skipped as it arrives and reported as :class:`~jsonrpc_threads.framing.Oversized
 from __future__ import annotations
 
 import re
-from typing import List, Optional
 
-from ._events import OVERSIZED_HEAD_BYTES, Frame, FramingError, Oversized
+from ._events import OVERSIZED_HEAD_BYTES, FramingError, Oversized
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import List, Optional
+
+    from ._events import Frame
 
 #: The longest header part accepted (all header lines together).
 MAX_HEADER_BYTES = 8 * 1024

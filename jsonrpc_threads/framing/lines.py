@@ -12,9 +12,13 @@ hands back one :class:`~jsonrpc_threads.framing.Oversized`.
 
 from __future__ import annotations
 
-from typing import List
+from ._events import OVERSIZED_HEAD_BYTES, Oversized
 
-from ._events import OVERSIZED_HEAD_BYTES, Frame, Oversized
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import List
+
+    from ._events import Frame
 
 _CONTENT_LENGTH_PREFIX = b"content-length:"
 

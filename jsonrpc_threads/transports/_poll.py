@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Optional
 
@@ -18,7 +17,7 @@ def poll_timeout_ms(deadline: Optional[float], slice_ms: int = POLL_SLICE_MS) ->
     left = deadline - time.monotonic()
     if left <= 0:
         return 0
-    return min(slice_ms, max(1, math.ceil(left * 1000.0)))
+    return min(slice_ms, max(1, -int(-left * 1000.0 // 1)))  # rounded up
 
 
 __all__ = ["POLL_SLICE_MS", "poll_timeout_ms"]

@@ -25,13 +25,14 @@ finalizer and the ``atexit`` hook.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import weakref
 from typing import Callable, Mapping, Optional, Sequence, Union
 
+from ... import _logs
 from ..._closing import Closing
+from ..._logs import get_logger
 from ...errors import RequestId
 from ...framing import encode_content_length, encode_line
 from ..base import MessageSink
@@ -68,7 +69,7 @@ __all__ = [
     "StdioTransport",
 ]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 #: Default limit on one message from the child (one line, or one Content-Length body).
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -140,7 +141,7 @@ class StdioTransport(Closing):
         framing: str = "lines",
         stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES,
         label: Optional[str] = None,
-        stderr_log_level: int = logging.DEBUG,
+        stderr_log_level: int = _logs.DEBUG,
     ) -> None:
         argv = parse_command(command)
         if max_line_bytes <= 0:

@@ -13,7 +13,6 @@ open are closed quickly by an ``atexit`` hook, without calling sinks.
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import subprocess
 import threading
@@ -22,6 +21,7 @@ import warnings
 import weakref
 from typing import Callable, FrozenSet, Optional, Sequence
 
+from ..._logs import get_logger
 from ...errors import JsonRpcError, RequestId, TransportClosed
 from ...framing import ContentLengthDecoder, LineDecoder
 from ..base import MessageSink
@@ -32,7 +32,7 @@ from ._spawn import POSIX
 from ._stderr import STDERR_DRAIN_WAIT_S, StderrDrain
 from ._writer import StdinWriter
 
-_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+_log = get_logger("jsonrpc_threads.transports.stdio")
 
 #: ``close()``: how long to wait for each of the transport's threads to end.
 THREAD_JOIN_S = 2.0
@@ -210,6 +210,18 @@ class Child:
     def close_stdin(self, timeout: float) -> bool:
         assert self.writer is not None
         return self.writer.close_stdin(timeout)
+
+    def streams_closed(self, timeout: float) -> bool:
+        """Wait (bounded) for stdout and stderr to reach end of file: True when nobody holds them any more."""
+        deadline = time.monotonic() + timeout
+        assert self.stderr is not None
+        for thread in (self.reader.thread, self.stderr.thread):
+            if thread.ident is None or thread is threading.current_thread():
+                return False
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                return False
+        return self.reader.ended_at_eof and self.stderr.eof
 
     def reclaim_done(self) -> None:
         """close() reclaimed what it could: threads stop waiting on pipes a survivor may hold."""

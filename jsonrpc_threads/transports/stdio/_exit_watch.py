@@ -12,13 +12,14 @@ it when done, so no thread ever closes a descriptor another one polls.
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import threading
 from typing import Callable, Optional
 
-_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+from ..._logs import get_logger
+
+_log = get_logger("jsonrpc_threads.transports.stdio")
 
 #: ``os.pidfd_open`` where the platform has it (Linux); tests set it to None to use the fallback.
 PIDFD_OPEN: Optional[Callable[[int], int]] = getattr(os, "pidfd_open", None)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import collections
 import json
-import logging
 import os
 import re
 import select
@@ -46,13 +45,17 @@ import threading
 import time
 from typing import IO, Callable, Deque, List, Optional, Union
 
+from ..._logs import get_logger
 from ...errors import MessageTooLarge, RequestId
 from ...framing import ContentLengthDecoder, FramingError, LineDecoder, Oversized
-from ...framing._events import Frame
 from .._poll import POLL_SLICE_MS, poll_timeout_ms
 from ..base import MessageSink
 
-_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ...framing._events import Frame
+
+_log = get_logger("jsonrpc_threads.transports.stdio")
 
 #: End of stdout: how long what the pipe still holds may be read after the child exited.
 EXIT_AFTER_EOF_WAIT_S = 1.0
@@ -141,6 +144,11 @@ class StdoutReader:
             if exit_fd is not None:
                 self._direct_poller.register(exit_fd, select.POLLIN)
         self.thread = threading.Thread(target=self._run, name=f"jsonrpc-stdio-reader[{pid}]", daemon=True)
+
+    @property
+    def ended_at_eof(self) -> bool:
+        """True once the stream ended at end of file (every writer closed it), not at an exit or an error."""
+        return self._end_reason == CLOSED_STDOUT
 
     @property
     def saw_content_length(self) -> bool:

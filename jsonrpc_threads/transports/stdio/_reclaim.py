@@ -12,13 +12,17 @@ Only the process that started a child reclaims it: in a process forked after
 the start (a pre-forking web server's worker), the child is not ours, and
 nothing is signalled.
 
-:mod:`psutil` is imported here, when something is reclaimed, not when the
-library is imported.
+The common case costs almost nothing: a child that has no descendants (read
+from ``/proc/<pid>/task/*/children`` on Linux, before stdin is closed), exits
+on its own once stdin is closed, leaves both its output pipes at end of file
+(nobody else holds them) and leaves its process group empty has nothing left
+to reclaim, and :mod:`psutil` is not even imported.  Anything else takes the
+full escalation above.  :mod:`psutil` is imported here, when it is needed, not
+when the library is imported.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import time
@@ -27,7 +31,9 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Mapping, Opti
 if TYPE_CHECKING:
     import psutil
 
-_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+from ..._logs import get_logger
+
+_log = get_logger("jsonrpc_threads.transports.stdio")
 
 #: ``close()``: how long the child gets to exit after its stdin was closed.
 STDIN_CLOSE_GRACE_S = 2.0
@@ -38,6 +44,9 @@ KILL_GRACE_S = 2.0
 #: Processes started this long before the child are never taken for part of its tree
 #: (process start times are known to clock ticks, and pids are reused).
 CREATE_TIME_SLACK_S = 2.0
+
+#: The quick path of close(): how long the output pipes get to reach end of file after the exit.
+STREAMS_CLOSED_WAIT_S = 0.5
 
 #: Polling interval bounds while waiting for processes that are not our children.
 _POLL_MIN_S = 0.002
@@ -59,6 +68,8 @@ class Reclaimable(Protocol):
 
     def close_stdin(self, timeout: float) -> bool: ...
 
+    def streams_closed(self, timeout: float) -> bool: ...
+
     def reclaim_done(self) -> None: ...
 
 
@@ -71,11 +82,76 @@ def reclaim(children: Sequence[Reclaimable], *, stdin_grace: float, terminate_gr
     """End the children and their trees: stdin EOF, then SIGTERM, then SIGKILL, then reap."""
     ours = [child for child in children if owned(child)]
     try:
-        if ours:
-            _reclaim_trees(ours, stdin_grace=stdin_grace, terminate_grace=terminate_grace)
+        rest = [child for child in ours if not _ended_alone(child, stdin_grace)] if len(ours) == 1 else ours
+        if rest:
+            _reclaim_trees(rest, stdin_grace=stdin_grace, terminate_grace=terminate_grace)
     finally:
         for child in children:
             child.reclaim_done()
+
+
+def _ended_alone(child: Reclaimable, stdin_grace: float) -> bool:
+    """The quick path: True when closing stdin ended the child and nothing of it is left.
+
+    False as soon as something is not known to be gone (then the full
+    escalation runs, and what this did, closing stdin, is simply done already).
+    """
+    if child.popen.poll() is not None:
+        return False  # it exited before: what it left behind must be looked for
+    descendants = _descendants(child.pid)
+    if descendants is None or descendants:
+        return False
+    deadline = time.monotonic() + stdin_grace
+    if not child.close_stdin(stdin_grace):
+        return False
+    try:
+        child.popen.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return False
+    if not child.streams_closed(STREAMS_CLOSED_WAIT_S):
+        return False  # someone still holds its stdout or stderr
+    return not (child.new_session and _group_alive(child.pid))
+
+
+def _descendants(pid: int) -> Optional[List[int]]:
+    """The pids of ``pid``'s descendants, from ``/proc`` (Linux); None when that cannot be read."""
+    found: List[int] = []
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except FileNotFoundError:
+            continue  # gone meanwhile
+        except OSError:
+            return None
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as listing:
+                    kids = [int(word) for word in listing.read().split()]
+            except FileNotFoundError:
+                if os.path.isdir(f"/proc/{current}/task/{task}"):
+                    return None  # a kernel without the children file
+                continue
+            except (OSError, ValueError):
+                return None
+            found.extend(kids)
+            stack.extend(kids)
+    return found
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while process group ``pgid`` has a member (or it cannot be told)."""
+    killpg = getattr(os, "killpg", None)
+    if killpg is None:
+        return True
+    try:
+        killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: a member exists that is not ours to signal
+    return True
 
 
 def _reclaim_trees(children: Sequence[Reclaimable], *, stdin_grace: float, terminate_grace: float) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
@@ -112,6 +111,8 @@ def spawn(
     """
     executable = argv[0]
     if os.name == "nt":  # find "npx.cmd" for "npx", as a shell would
+        import shutil  # noqa: PLC0415 - only here (it loads the archive modules)
+
         executable = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
     try:
         return subprocess.Popen(

@@ -15,16 +15,16 @@ until ``close()`` has reclaimed what it could (:meth:`StderrDrain.stop_when_quie
 
 from __future__ import annotations
 
-import logging
 import os
 import select
 import threading
 import time
 from typing import IO, Optional
 
+from ..._logs import get_logger
 from .._poll import POLL_SLICE_MS
 
-_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+_log = get_logger("jsonrpc_threads.transports.stdio")
 
 #: End of stdout, child exited: how long to wait for the stderr drain to finish.
 STDERR_DRAIN_WAIT_S = 1.0
@@ -62,6 +62,7 @@ class StderrDrain:
         self._trimmed = False
         self._pending = b""  # the start of a line not logged yet (drain thread only)
         self._quiet_stop = False  # close() reclaimed what it could: stop at the first quiet slice
+        self.eof = False  # the drain read to the end of the pipe (nobody holds its write end any more)
         #: Set once what stderr held when the child exited (or at EOF) was read.
         self.caught_up = threading.Event()
         self.closing = False  # set by the transport: read errors are expected now
@@ -123,6 +124,7 @@ class StderrDrain:
         while True:
             chunk = read(_CHUNK_BYTES)
             if not chunk:
+                self.eof = True
                 return
             self._chunk(chunk)
 
@@ -151,6 +153,7 @@ class StderrDrain:
                     if chunk is None:
                         break
                     if not chunk:
+                        self.eof = True
                         return
                     self._chunk(chunk)
                 self.caught_up.set()
@@ -159,6 +162,7 @@ class StderrDrain:
             if chunk is None:
                 continue
             if not chunk:
+                self.eof = True
                 return
             self._chunk(chunk)
 

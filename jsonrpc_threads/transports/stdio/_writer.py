@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import collections
 import errno
-import logging
 import os
 import select
 import threading
@@ -40,10 +39,11 @@ import time
 from typing import IO, Callable, Deque, List, Optional, Sequence, Tuple
 
 from ..._deadlines import wait_slice
+from ..._logs import get_logger
 from ...errors import JsonRpcError, RequestId, TransportClosed
 from .._poll import POLL_SLICE_MS
 
-_log = logging.getLogger("jsonrpc_threads.transports.stdio")
+_log = get_logger("jsonrpc_threads.transports.stdio")
 
 #: The most bytes queued for stdin; a sender waits for room (until its deadline) beyond it.
 MAX_BACKLOG_BYTES = 64 * 1024 * 1024
