@@ -28,7 +28,7 @@ from jsonrpc_threads import (
     TransportClosed,
 )
 
-from .conftest import peer_command
+from .conftest import PROCESS_WIDE_THREADS, peer_command
 from .peers.http_peer import HttpPeerProcess
 
 CLIENTS = 200
@@ -49,7 +49,11 @@ def free_port() -> int:
 def snapshot(before_threads: Set[threading.Thread]) -> Snapshot:
     """New threads (names), open fds, live child processes."""
     me = psutil.Process()
-    threads = sorted(t.name for t in threading.enumerate() if t not in before_threads and t.is_alive())
+    threads = sorted(
+        t.name
+        for t in threading.enumerate()
+        if t not in before_threads and t.is_alive() and t.name not in PROCESS_WIDE_THREADS
+    )
     children = sorted(p.pid for p in me.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE)
     return threads, me.num_fds(), children
 

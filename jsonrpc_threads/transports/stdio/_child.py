@@ -34,6 +34,8 @@ from ._writer import StdinWriter
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 
+#: A write failed (broken pipe): how long to wait for the child's exit, for its exit code.
+WRITE_FAILURE_EXIT_WAIT_S = 1.0
 #: ``close()``: how long to wait for each of the transport's threads to end.
 THREAD_JOIN_S = 2.0
 #: Interpreter exit: shorter graces, so the interpreter exits promptly.
@@ -104,7 +106,7 @@ class Child:
                 log_level=stderr_log_level,
             )
             self.writer = StdinWriter(
-                popen.stdin, label, self.pid, self._fail_requests, self.closed_error, self._stalled
+                popen.stdin, label, self.pid, self._fail_requests, self.closed_error, self._write_failed, self._stalled
             )
             decoder = LineDecoder(max_message_bytes) if framing == "lines" else ContentLengthDecoder(max_message_bytes)
             self.reader = StdoutReader(
@@ -161,6 +163,22 @@ class Child:
         """A TransportClosed for ``message``, with the exit code and stderr tail as known now."""
         returncode = self.popen.poll() if owned(self) else None
         return TransportClosed(message, returncode=returncode, stderr_tail=self.stderr_tail())
+
+    def _write_failed(self, message: str) -> TransportClosed:
+        """The error of a failed write (a broken pipe), once the child's exit code is known.
+
+        The child is exiting: its exit code and last words are worth a short
+        wait (:data:`WRITE_FAILURE_EXIT_WAIT_S`, then the stderr drain).
+        """
+        if owned(self) and not self.closing:
+            try:
+                self.popen.wait(WRITE_FAILURE_EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
+            assert self.stderr is not None
+            if self.popen.returncode is not None and self.stderr.thread.ident is not None:
+                self.stderr.caught_up.wait(STDERR_DRAIN_WAIT_S)
+        return self.closed_error(message)
 
     def _fail_requests(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         sink = self.sink_ref()

@@ -82,27 +82,26 @@ def reclaim(children: Sequence[Reclaimable], *, stdin_grace: float, terminate_gr
     """End the children and their trees: stdin EOF, then SIGTERM, then SIGKILL, then reap."""
     ours = [child for child in children if owned(child)]
     try:
-        rest = [child for child in ours if not _ended_alone(child, stdin_grace)] if len(ours) == 1 else ours
-        if rest:
-            _reclaim_trees(rest, stdin_grace=stdin_grace, terminate_grace=terminate_grace)
+        if ours:
+            _reclaim_trees(ours, stdin_grace=stdin_grace, terminate_grace=terminate_grace)
     finally:
         for child in children:
             child.reclaim_done()
 
 
-def _ended_alone(child: Reclaimable, stdin_grace: float) -> bool:
+def _ended_alone(child: Reclaimable, deadline: float) -> bool:
     """The quick path: True when closing stdin ended the child and nothing of it is left.
 
-    False as soon as something is not known to be gone (then the full
-    escalation runs, and what this did, closing stdin, is simply done already).
+    False as soon as something is not known to be gone; then the full
+    escalation goes on from where this left it (stdin closed, the same
+    deadline), so trying costs no extra wait.
     """
     if child.popen.poll() is not None:
         return False  # it exited before: what it left behind must be looked for
     descendants = _descendants(child.pid)
     if descendants is None or descendants:
         return False
-    deadline = time.monotonic() + stdin_grace
-    if not child.close_stdin(stdin_grace):
+    if not child.close_stdin(max(0.0, deadline - time.monotonic())):
         return False
     try:
         child.popen.wait(max(0.0, deadline - time.monotonic()))
@@ -155,10 +154,12 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _reclaim_trees(children: Sequence[Reclaimable], *, stdin_grace: float, terminate_grace: float) -> None:
+    deadline = time.monotonic() + stdin_grace
+    if len(children) == 1 and _ended_alone(children[0], deadline):
+        return
     # Collect the trees before signalling anything: a child that exits orphans
     # its descendants, which are then no longer found as its children.
     trees = {child: collect_tree(child) for child in children}
-    deadline = time.monotonic() + stdin_grace
     for child in children:
         # A write stuck on a full pipe keeps stdin busy; then the child is not
         # reading and closing stdin would not help: go on to terminate.

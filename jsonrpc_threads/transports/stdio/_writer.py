@@ -80,6 +80,9 @@ class StdinWriter:
             could not be written, and why.
         closed_error: builds the ``TransportClosed`` for a message (exit code
             and stderr tail included).
+        failed_error: the same, for a write that failed (a broken pipe: the
+            child is exiting, and its exit code and last words are worth a
+            short wait).
         on_stalled: called (outside any lock) with the reason when the queue
             stayed full past a sender's deadline: the child does not read.
     """
@@ -91,6 +94,7 @@ class StdinWriter:
         pid: int,
         fail_requests: FailRequests,
         closed_error: ClosedError,
+        failed_error: ClosedError,
         on_stalled: Callable[[str], None],
     ) -> None:
         self._stream = stream
@@ -99,6 +103,8 @@ class StdinWriter:
         self._pid = pid
         self._fail_requests = fail_requests
         self._closed_error = closed_error
+        self._failed_error = failed_error
+        self._failed = False  # writing ended because a write failed (not close, not a stall)
         self._on_stalled = on_stalled
         if _CAN_POLL:
             os.set_blocking(self._fd, False)
@@ -138,8 +144,11 @@ class StdinWriter:
         direct = False
         stalled: Optional[str] = None
         with self._lock:
-            if self._error is not None:
-                raise self._closed_error(self._error)
+            error = self._error
+            failed = self._failed
+        if error is not None:
+            raise (self._failed_error if failed else self._closed_error)(error)
+        with self._lock:
             if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL:
                 self._owner = _CALLER
                 direct = True
@@ -250,6 +259,7 @@ class StdinWriter:
             # and the writing is handed on either way.
             with self._lock:
                 if failure is not None:
+                    self._failed = self._error is None
                     self._break_locked(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
                 elif completed and not written and self._error is None:
                     self._queue.appendleft(_Frame(frame, request_ids))
@@ -261,7 +271,7 @@ class StdinWriter:
                     self._cond.notify_all()
         if failure is not None:
             self._fail_queued(include_in_flight=True)
-            closed = self._closed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
+            closed = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
             closed.__cause__ = failure
             raise closed
 
@@ -305,6 +315,7 @@ class StdinWriter:
         """Once writing is over: drop what is queued and fail its requests (outside the lock)."""
         with self._lock:
             reason = self._error
+            failed = self._failed
             skip = 0 if include_in_flight else self._in_flight
             if reason is None or len(self._queue) <= skip:
                 return
@@ -315,7 +326,7 @@ class StdinWriter:
             self._cond.notify_all()
         ids: List[RequestId] = [rid for frame in frames for rid in frame.request_ids]
         if ids:
-            self._fail_requests(ids, self._closed_error(reason))
+            self._fail_requests(ids, (self._failed_error if failed else self._closed_error)(reason))
 
     def _run(self) -> None:
         """The writer thread: write the queue in order while it owns the writing, until writing is over."""
@@ -351,6 +362,7 @@ class StdinWriter:
                 if failure is None:
                     self._complete_locked(frames, len(chunk))
                 else:
+                    self._failed = self._error is None
                     self._break_locked(failure)
                 self._cond.notify_all()
 
