@@ -47,7 +47,7 @@ from .errors import InvalidRequest, JsonRpcError, RequestTimeout, TransportClose
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
     from ._settling import Settleable
     from .errors import RequestId
@@ -115,9 +115,10 @@ class PendingTable:
         lane: the client's notification lane (for ordered delivery).
     """
 
-    def __init__(self, label: str, lane: SerialLane) -> None:
+    def __init__(self, label: str, lane: SerialLane, timeout_hint: Optional[Callable[[], str]] = None) -> None:
         self._label = label
         self._lane = lane
+        self._timeout_hint = timeout_hint
         # _lock guards _entries and _closed (and entries' answer).
         self._lock = threading.Lock()
         self._entries: Dict[RequestId, Pending] = {}
@@ -224,8 +225,18 @@ class PendingTable:
         if entry.answer is not None:
             _finish(entry, entry.answer, None)
             return None
-        _finish(entry, None, RequestTimeout(entry.method, request_id, entry.timeout))
+        _finish(entry, None, RequestTimeout(entry.method, request_id, entry.timeout, self._hint()))
         return entry
+
+    def _hint(self) -> str:
+        hint = self._timeout_hint
+        if hint is None:
+            return ""
+        try:
+            return hint()
+        except Exception:  # a clue is not worth a failure
+            logger.debug("%s: the transport's timeout hint failed", self._label, exc_info=True)
+            return ""
 
     def withdraw(self, request_id: RequestId) -> Optional[Pending]:
         """The caller cancelled the request's future (already settled): forget it.

@@ -136,7 +136,7 @@ class JsonRpcClient(Closing):
         self._ids = itertools.count(1)
         self._capabilities = capabilities(transport)
         self._lane = SerialLane(f"jsonrpc-notify[{self._label}]")
-        self._table = PendingTable(self._label, self._lane)
+        self._table = PendingTable(self._label, self._lane, self._capabilities.timeout_hint)
         self._workers = WorkerPool(handler_workers, f"jsonrpc-handler[{self._label}]")
         self._callbacks = WorkerPool(handler_workers, f"jsonrpc-callback[{self._label}]")
         self._request_handlers: Dict[str, RequestHandler] = {}

@@ -249,13 +249,18 @@ class RequestTimeout(JsonRpcError, TimeoutError):
         method: the request's method.
         request_id: the request's id.
         timeout: the deadline in seconds that expired.
+        hint: what the transport noticed that may explain it (say, a
+            language server's ``Content-Length`` headers on a line-framed
+            stream, or the last line the server wrote to stderr), or ``""``.
     """
 
-    def __init__(self, method: str, request_id: Optional[RequestId], timeout: Optional[float]) -> None:
-        super().__init__(REQUEST_TIMEOUT, f"Request {method!r} (id {request_id!r}) timed out after {timeout}s")
+    def __init__(self, method: str, request_id: Optional[RequestId], timeout: Optional[float], hint: str = "") -> None:
+        message = f"Request {method!r} (id {request_id!r}) timed out after {timeout}s"
+        super().__init__(REQUEST_TIMEOUT, f"{message}; {hint}" if hint else message)
         self.method = method
         self.request_id = request_id
         self.timeout = timeout
+        self.hint = hint
 
 
 class TransportClosed(JsonRpcError, ConnectionError):

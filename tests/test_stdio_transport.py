@@ -718,3 +718,40 @@ def test_interpreter_exit_closes_open_transports(flags: Tuple[str, ...]) -> None
     assert result.stderr == ""
     assert elapsed < 10
     assert not psutil.pid_exists(int(result.stdout))
+
+
+# -- framing --------------------------------------------------------------------------------
+
+
+def test_content_length_framing_round_trip_with_a_language_server_style_peer() -> None:
+    from jsonrpc_threads import JsonRpcClient, MethodNotFound
+
+    transport = StdioTransport(peer_command("content_length_peer"), framing="content-length")
+    with JsonRpcClient(transport) as client:
+        text = "caf\u00e9 \u2028 \U0001f600 " + "x" * 100_000
+        assert client.call("echo", [text]) == [text]
+        futures = [client.request("echo", {"n": n}) for n in range(50)]
+        assert [f.result(WAIT_S) for f in futures] == [{"n": n} for n in range(50)]
+        with pytest.raises(MethodNotFound):
+            client.call("other")
+
+
+def test_a_timeout_says_when_a_line_framed_stream_carries_content_length_headers() -> None:
+    from jsonrpc_threads import JsonRpcClient, RequestTimeout
+
+    # The mistake of a user who starts a language server with the default framing:
+    # the server cannot read our lines, but its start-up output tells what it speaks.
+    script = (
+        "import sys; sys.stderr.write('server says hello\\n'); sys.stderr.flush(); "
+        "sys.stdout.buffer.write(b'Content-Length: 2\\r\\n\\r\\n{}'); sys.stdout.flush(); sys.stdin.read()"
+    )
+    with JsonRpcClient(StdioTransport([sys.executable, "-c", script])) as client:
+        with pytest.raises(RequestTimeout) as caught:
+            client.call("initialize", {}, timeout=1.0)
+    assert 'framing="content-length"' in str(caught.value)
+    assert "server says hello" in caught.value.hint
+
+
+def test_an_unknown_framing_is_refused() -> None:
+    with pytest.raises(ValueError, match="framing"):
+        StdioTransport(peer_command("stdio_peer"), framing="xml")

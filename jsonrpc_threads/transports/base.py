@@ -28,6 +28,8 @@ a small protocol below; the client looks for them once, when it is made
 - :class:`AbandonsRequests`: the client says which requests it settled locally
   (timeout, ``Future.cancel()``), so the transport stops work it carries for
   them (an HTTP read, a queued write) and frees the thread;
+- :class:`ExplainsTimeouts`: what the transport noticed that may explain a
+  request timing out (the client puts it in :class:`RequestTimeout`);
 - :class:`SessionTransport`: what the MCP layer uses on Streamable HTTP (the
   negotiated protocol version header, the session id, starting over, the
   listen stream).
@@ -132,6 +134,14 @@ class AbandonsRequests(Protocol):
 
 
 @runtime_checkable
+class ExplainsTimeouts(Protocol):
+    """Optional: a clue for a request that timed out."""
+
+    def timeout_hint(self) -> str:
+        """What may explain a timeout (``""`` for nothing).  Cheap, never blocks, any thread."""
+
+
+@runtime_checkable
 class SessionTransport(Protocol):
     """Optional: a transport with a server session (MCP Streamable HTTP)."""
 
@@ -153,6 +163,7 @@ class Capabilities(NamedTuple):
 
     drive_call: Optional[Callable[[bytes, RequestId, Callable[[], bool], Optional[float]], bool]]
     abandon: Optional[Callable[[Sequence[RequestId]], None]]
+    timeout_hint: Optional[Callable[[], str]]
 
 
 def capabilities(transport: Transport) -> Capabilities:
@@ -160,6 +171,7 @@ def capabilities(transport: Transport) -> Capabilities:
     return Capabilities(
         drive_call=transport.drive_call if isinstance(transport, DrivesCalls) else None,
         abandon=transport.abandon if isinstance(transport, AbandonsRequests) else None,
+        timeout_hint=transport.timeout_hint if isinstance(transport, ExplainsTimeouts) else None,
     )
 
 

@@ -71,6 +71,8 @@ __all__ = [
 
 _log = get_logger(__name__)
 
+#: The longest excerpt of the child's stderr in a timeout's hint.
+_HINT_STDERR_CHARS = 200
 #: Default limit on one message from the child (one line, or one Content-Length body).
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 
@@ -269,6 +271,25 @@ class StdioTransport(Closing):
         writer = child.writer
         assert writer is not None
         return child.reader.drive(lambda: writer.write(frame, (request_id,), deadline), done, deadline)
+
+    def timeout_hint(self) -> str:
+        """What may explain a request timing out (:class:`~.base.ExplainsTimeouts`).
+
+        A line-framed stream that carried ``Content-Length:`` headers (a
+        language server: use ``framing="content-length"``), and the last line
+        the child wrote to stderr.
+        """
+        hints = []
+        if self._child.reader.saw_content_length:
+            hints.append(
+                "the server sent Content-Length headers: it frames messages as a language server does; "
+                'use StdioTransport(..., framing="content-length")'
+            )
+        last = self._child.stderr_tail().rstrip().rsplit("\n", 1)[-1].strip()
+        if last:
+            excerpt = last if len(last) <= _HINT_STDERR_CHARS else last[: _HINT_STDERR_CHARS - 3] + "..."
+            hints.append(f"its stderr ends with: {excerpt}")
+        return "; ".join(hints)
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
         """These requests were given up: drop their messages if they are still queued for stdin."""
