@@ -45,7 +45,7 @@ import itertools
 import sys
 import threading
 
-from . import messages
+from . import _fork, messages
 from ._closing import Closing
 from ._deadlines import DEFAULT_TIMEOUT, UseDefault, check_timeout, deadline_after
 from ._dispatch import answer_request, run_notification
@@ -145,6 +145,7 @@ class JsonRpcClient(Closing):
         self._close_lock = threading.Lock()
         self._close_started = False
         self._close_done = threading.Event()
+        self._made_in = _fork.generation  # a fork of this process may not use this client
         try:
             transport.start(self)
         except BaseException:
@@ -160,8 +161,8 @@ class JsonRpcClient(Closing):
 
     @property
     def closed(self) -> bool:
-        """True once the client was closed or its transport went away."""
-        return self._table.closed
+        """True once the client was closed or its transport went away (or in a forked process)."""
+        return self._table.closed or _fork.forked_since(self._made_in)
 
     def request(
         self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT
@@ -192,6 +193,8 @@ class JsonRpcClient(Closing):
             TypeError: when params cannot be encoded as JSON, or for a bad timeout.
             ValueError: for a NaN in params or a negative or NaN timeout.
         """
+        if _fork.generation != self._made_in:
+            raise self._forked_error()
         resolved = self._resolve_timeout(timeout)
         request_id = next(self._ids)
         data = messages.encode(messages.request_message(request_id, method, params))
@@ -223,6 +226,8 @@ class JsonRpcClient(Closing):
             TransportClosed: the transport went away (or the client is closed).
             TypeError, ValueError: as :meth:`request`, before anything is sent.
         """
+        if _fork.generation != self._made_in:
+            raise self._forked_error()
         resolved = self._resolve_timeout(timeout)
         deadline = deadline_after(resolved)
         request_id = next(self._ids)
@@ -257,6 +262,8 @@ class JsonRpcClient(Closing):
             RequestTimeout: (HTTP) the server did not accept it within ``timeout``.
             TypeError, ValueError: when params cannot be encoded, or for a bad timeout.
         """
+        if _fork.generation != self._made_in:
+            raise self._forked_error()
         deadline = deadline_after(self._resolve_timeout(timeout))
         data = messages.encode(messages.notification_message(method, params))
         closed = self._table.closed_error()
@@ -329,7 +336,14 @@ class JsonRpcClient(Closing):
         ``CALLBACK_SHUTDOWN_GRACE_S`` for queued done-callbacks).  Idempotent
         and thread-safe; a second caller waits (bounded) for the first to
         finish, unless it is one of this client's own threads.
+
+        In a process forked after the client was made, only this process's
+        copies of the transport's descriptors are let go: nothing is signalled,
+        sent or waited for, and the parent's server and session live on.
         """
+        if _fork.forked_since(self._made_in):
+            self._release_in_fork()
+            return
         with self._close_lock:
             first = not self._close_started
             self._close_started = True
@@ -345,6 +359,18 @@ class JsonRpcClient(Closing):
                 self._shutdown_workers(HANDLER_SHUTDOWN_GRACE_S)
         finally:
             self._close_done.set()
+
+    def _forked_error(self) -> TransportClosed:
+        return TransportClosed(
+            f"{self._label}: this client was made before a fork; a forked process cannot use its parent's "
+            "pipes and sessions: make a new client in this process (a ToolRegistry restarts its servers itself)"
+        )
+
+    def _release_in_fork(self) -> None:
+        """close() in a forked process: no lock taken (a thread of the parent may have held one)."""
+        release = self._capabilities.release_in_fork
+        if release is not None:
+            release()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self._table)} pending"
@@ -512,6 +538,8 @@ class JsonRpcClient(Closing):
 
     def _send_batch(self, items: List[BatchItem]) -> None:
         """Send the messages of a batch as one array (see :class:`Batch`)."""
+        if _fork.generation != self._made_in:
+            raise self._forked_error()
         parts: List[bytes] = []
         tracked: List[Tuple[RequestId, Pending]] = []
         for item in items:

@@ -30,6 +30,9 @@ a small protocol below; the client looks for them once, when it is made
   them (an HTTP read, a queued write) and frees the thread;
 - :class:`ExplainsTimeouts`: what the transport noticed that may explain a
   request timing out (the client puts it in :class:`RequestTimeout`);
+- :class:`SurvivesFork`: in a process forked after the transport was made,
+  let go of this process's copies of its descriptors and nothing more (the
+  client calls it from ``close()`` there, instead of :meth:`Transport.close`);
 - :class:`SessionTransport`: what the MCP layer uses on Streamable HTTP (the
   negotiated protocol version header, the session id, starting over, the
   listen stream).
@@ -142,6 +145,18 @@ class ExplainsTimeouts(Protocol):
 
 
 @runtime_checkable
+class SurvivesFork(Protocol):
+    """Optional: what ``close()`` means in a process forked after the transport was made."""
+
+    def release_in_fork(self) -> None:
+        """Close only this process's copies of the descriptors; never signal, write, or end a session.
+
+        Takes no lock (a thread of the parent may have held one at the fork).
+        A transport without it is simply not closed in a forked process.
+        """
+
+
+@runtime_checkable
 class SessionTransport(Protocol):
     """Optional: a transport with a server session (MCP Streamable HTTP)."""
 
@@ -164,6 +179,7 @@ class Capabilities(NamedTuple):
     drive_call: Optional[Callable[[bytes, RequestId, Callable[[], bool], Optional[float]], bool]]
     abandon: Optional[Callable[[Sequence[RequestId]], None]]
     timeout_hint: Optional[Callable[[], str]]
+    release_in_fork: Optional[Callable[[], None]]
 
 
 def capabilities(transport: Transport) -> Capabilities:
@@ -172,6 +188,7 @@ def capabilities(transport: Transport) -> Capabilities:
         drive_call=transport.drive_call if isinstance(transport, DrivesCalls) else None,
         abandon=transport.abandon if isinstance(transport, AbandonsRequests) else None,
         timeout_hint=transport.timeout_hint if isinstance(transport, ExplainsTimeouts) else None,
+        release_in_fork=transport.release_in_fork if isinstance(transport, SurvivesFork) else None,
     )
 
 

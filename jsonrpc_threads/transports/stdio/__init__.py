@@ -297,6 +297,16 @@ class StdioTransport(Closing):
         if writer is not None:
             writer.abandon(request_ids)
 
+    def release_in_fork(self) -> None:
+        """In a process forked after the child started: close this process's copies of the pipes, nothing else.
+
+        (:class:`~.base.SurvivesFork`.)  The child is the parent's: it is not
+        signalled, and its stdin sees no end of file.  :meth:`close` does the
+        same in a forked process.
+        """
+        self._finalizer.detach()
+        self._child.release_in_fork()
+
     def close(self) -> None:
         """Reclaim the child and its whole process tree; bounded in time.
 

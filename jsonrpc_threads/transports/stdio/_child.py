@@ -273,6 +273,9 @@ class Child:
         return first
 
     def close(self, *, notify: bool = True) -> None:
+        if not owned(self):
+            self.release_in_fork()
+            return
         if not self.begin_close(notify=notify):
             return
         try:
@@ -314,6 +317,32 @@ class Child:
         if self.exit_watch is not None:
             self.exit_watch.close()
 
+    def release_in_fork(self) -> None:
+        """In a process forked after the child started: let go of this process's copies, nothing more.
+
+        The child, its pipes and its threads are the parent's: nothing is
+        signalled, written or waited for, and no lock is taken (a thread of the
+        parent may have held one at the fork).  Only this process's copies of
+        the descriptors are closed, so the parent's server never sees an end
+        of file because a fork of its client went away.
+        """
+        self.closing = True
+        self.notified = True
+        _LIVE.discard(self)
+        streams = [self.popen.stdin, self.popen.stdout, self.popen.stderr]
+        for stream in streams:
+            if stream is not None:
+                try:
+                    stream.close()  # raw pipes: no lock, and the object knows it is closed
+                except OSError:
+                    pass
+        self.reader.release_in_fork()
+        assert self.stderr is not None
+        self.stderr.release_in_fork()
+        if self.exit_watch is not None:
+            self.exit_watch.release_in_fork()
+        self.closed_event.set()
+
 
 def finalize(child: Child, description: str) -> None:
     """Run by the garbage collector for a transport that was never closed."""
@@ -329,7 +358,11 @@ def finalize(child: Child, description: str) -> None:
 def _close_all_at_exit() -> None:
     """Close the transports still open, with short graces, without calling sinks."""
     try:
-        children = [child for child in list(_LIVE) if child.begin_close(notify=False)]
+        live = list(_LIVE)
+        for child in live:
+            if not owned(child):
+                child.release_in_fork()  # a fork's exit never touches the parent's servers
+        children = [child for child in live if owned(child) and child.begin_close(notify=False)]
         if not children:
             return
         reclaim(children, stdin_grace=ATEXIT_STDIN_GRACE_S, terminate_grace=ATEXIT_TERMINATE_GRACE_S)

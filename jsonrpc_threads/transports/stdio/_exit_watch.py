@@ -76,6 +76,17 @@ class ExitWatch:
             os.close(self._signal_fd)  # the waiter never started: nobody else closes it
             self._signal_fd = None
 
+    def release_in_fork(self) -> None:
+        """Close this process's copies of the watch's descriptors, taking no lock."""
+        for name in ("_fd", "_signal_fd"):
+            fd = getattr(self, name)
+            setattr(self, name, None)
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
     def _wait_for_exit(self) -> None:
         """The fallback: reap the child, then make the pipe readable (for good)."""
         signal_fd = self._signal_fd

@@ -449,6 +449,18 @@ class StdoutReader:
                 except OSError:  # full: already poked
                     pass
 
+    def release_in_fork(self) -> None:
+        """Close this process's copies of the descriptors, taking no lock (see ``Child.release_in_fork``)."""
+        self._fds_closed = True
+        for name in ("_exit_fd", "_wake_r", "_wake_w"):
+            fd = getattr(self, name)
+            setattr(self, name, None)
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
     def close_fds(self) -> bool:
         """Close stdout and the descriptors the readers poll, unless a caller still reads.
 

@@ -80,6 +80,15 @@ class StderrDrain:
         if self.thread.ident is None:
             self._close_fds()
 
+    def release_in_fork(self) -> None:
+        """Close this process's copy of the exit watch's descriptor (the pipe is closed with the others)."""
+        exit_fd, self._exit_fd = self._exit_fd, None
+        if exit_fd is not None:
+            try:
+                os.close(exit_fd)
+            except OSError:
+                pass
+
     def tail(self) -> str:
         """The end of what the child wrote (at most ``tail_bytes``), decoded as UTF-8 (replaced).
 

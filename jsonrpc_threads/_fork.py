@@ -1,0 +1,37 @@
+"""Which process we are: a counter of forks, for objects that must not cross one.
+
+A client, a transport or a registry made before ``fork()`` (gunicorn
+``--preload``, uWSGI, ``multiprocessing`` with the fork start method) holds
+the parent's pipes, sockets and sessions, and locks that some thread may
+have held at the moment of the fork.  In the child none of that may be used:
+a message written there would reach the parent's server, and a lock taken
+there may never be released.  Each such object records :data:`generation`
+when it is made; :func:`forked_since` tells, with one comparison and no lock,
+whether the process it is used in is a fork of the one that made it.
+
+The counter is bumped in every child by an ``os.register_at_fork`` hook (POSIX).
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Bumped in the child after every fork.
+generation = 0
+
+
+def forked_since(made_in: int) -> bool:
+    """True when this process is a fork of the one where ``generation`` was ``made_in``."""
+    return generation != made_in
+
+
+def _after_fork_in_child() -> None:
+    global generation
+    generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+__all__ = ["forked_since", "generation"]
