@@ -45,7 +45,7 @@ _KNOWN_LIBRARY_LOGGERS = (
 _MIN_SECRET_CHARS = 4
 _SECRET_HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 _SECRET_HEADER_WORDS = ("token", "key", "secret", "password", "credential")
-_QUERY = re.compile(r"\?[^\s\"'<>]*")
+_QUERY = re.compile(r"\?[^\s\"'<>]+")
 _USERINFO = re.compile(r"(?<=//)[^/\s@\"'<>]*@")
 _CREDENTIAL = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[^\s\"',;]+")
 
@@ -107,15 +107,16 @@ class Secrets:
 
     def redact(self, text: str, headers: Optional[Mapping[str, str]] = None) -> str:
         """``text`` with every secret replaced (also those among ``headers``, the request's own)."""
+        text = _USERINFO.sub(REDACTED + "@", text)
+        text = _QUERY.sub("?" + REDACTED, text)
+        text = _CREDENTIAL.sub(lambda found: found.group(1) + found.group(2) + REDACTED, text)
         values = self._values
         if headers:
             values = _longest_first([*values, *_header_secrets(headers)])
         for value in values:
             if value in text:
                 text = text.replace(value, REDACTED)
-        text = _USERINFO.sub(REDACTED + "@", text)
-        text = _QUERY.sub("?" + REDACTED, text)
-        return _CREDENTIAL.sub(lambda found: found.group(1) + found.group(2) + REDACTED, text)
+        return text
 
 
 class LogScope:
