@@ -18,11 +18,13 @@ browser) and ``header_provider`` are user code that may block.  So a
 transport that has them never runs an exchange on a thread that must be free
 by a deadline: ``drive_call`` declines (the call's POST runs on the pool and
 the caller waits with its deadline), and a POST without requests runs on a
-thread of its own small pool (``jsonrpc-http-send[<label>]-N``) while the
-sender waits with its deadline.  A hook still blocks the thread it runs on,
-but once it returns, an exchange that nobody waits for any more is not sent.
-``requests``' own basic credentials (``HTTPBasicAuth``, a ``.netrc`` entry)
-are not hooks: they only set a header.
+sender thread while the caller waits with its deadline (:mod:`._hooks`).  A
+hook still blocks the thread it runs on, but once it returns, an exchange
+that nobody waits for any more is not sent.  The price is the pool hop:
+measured against the benchmarks' echo server on loopback, a blocking call
+with a trivial ``AuthBase`` takes about 655 us, against 525-545 us on the
+caller's thread.  ``requests``' own basic credentials (``HTTPBasicAuth``, a
+``.netrc`` entry) are not hooks: they only set a header, and keep the fast path.
 
 Abandonment.  When the client settles requests itself (timeout,
 ``Future.cancel()``) it calls :meth:`HttpTransport.abandon`; once every
@@ -38,20 +40,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable, List, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import requests.auth
 
-from ..._deadlines import passed, wait_slice
 from ..._workers import PoolClosed, WorkerPool
 from ...errors import RequestId, RequestTimeout, TransportClosed
 from ..base import MessageSink
 from ._endpoint import Endpoint, HeaderProvider
 from ._errors import DeadlinePassed, closed_error
 from ._exchange import Exchange, Inflight
+from ._hooks import HookSenders
 from ._listen import ListenStream
 from ._post import Poster
 from ._redact import url_label
@@ -65,7 +65,6 @@ from ._wire import (
     DEFAULT_MAX_RESUMPTIONS,
     DEFAULT_MAX_WORKERS,
     DEFAULT_READ_TIMEOUT_S,
-    DELETE_TIMEOUT_S,
     HOOK_SEND_WORKERS,
 )
 
@@ -174,16 +173,14 @@ class HttpTransport:
         self._inflight = Inflight()
         self._pool = WorkerPool(max_workers, f"jsonrpc-http[{self.label}]")
         # Only with hooks that may block: where messages without requests are sent.
-        self._beside: Optional[WorkerPool] = (
-            WorkerPool(HOOK_SEND_WORKERS, f"jsonrpc-http-send[{self.label}]") if self._endpoint.runs_user_code else None
+        self._hooks: Optional[HookSenders] = (
+            HookSenders(self.label, self._poster, self._endpoint, HOOK_SEND_WORKERS)
+            if self._endpoint.runs_user_code
+            else None
         )
-        self._max_direct = max_workers
-        # _lock guards _closed, _listen, _stopped_listens and _direct_count (callers
-        # inside drive_call); _direct_idle is notified when _direct_count drops to 0.
+        self._direct = _DirectCallers(max_workers)
+        # _lock guards _closed, _listen and _stopped_listens.
         self._lock = threading.Lock()
-        self._direct_count = 0
-        self._direct_idle = threading.Condition(self._lock)
-        self._direct_local = threading.local()
         self._closed = False
         self._listen: Optional[ListenStream] = None
         self._stopped_listens: List[ListenStream] = []  # stopped, maybe not ended yet
@@ -237,12 +234,12 @@ class HttpTransport:
         started = time.monotonic()
         exchange = Exchange((), deadline, self._read_timeout)
         try:
-            if self._beside is None:
+            if self._hooks is None:
                 self._poster.post(exchange, data)
             else:
-                self._post_beside(self._beside, exchange, data)
+                self._hooks.post(exchange, data)
         except DeadlinePassed:
-            raise self._send_timeout(deadline, started) from None
+            raise _send_timeout(self.label, deadline, started) from None
 
     def drive_call(
         self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
@@ -267,27 +264,19 @@ class HttpTransport:
             TransportClosed: when the transport is closed (or not started);
                 nothing was sent.
         """
-        if self._beside is not None or (deadline is not None and deadline <= time.monotonic()):
+        if self._hooks is not None or (deadline is not None and deadline <= time.monotonic()):
             return False
-        local = self._direct_local
-        with self._lock:
-            if self._closed or self._sink.sink is None:
-                raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
-            if self._direct_count >= self._max_direct or getattr(local, "active", False):
-                return False
-            self._direct_count += 1
-        local.active = True
+        if self._closed or self._sink.sink is None:
+            raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+        if not self._direct.enter():
+            return False
         exchange = Exchange((request_id,), deadline, self._read_timeout)
         self._inflight.add(exchange)
         try:
             self._poster.carry(exchange, data)
         finally:
             self._inflight.remove(exchange)
-            local.active = False
-            with self._lock:
-                self._direct_count -= 1
-                if not self._direct_count:
-                    self._direct_idle.notify_all()
+            self._direct.leave()
         return True
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
@@ -325,14 +314,17 @@ class HttpTransport:
                 listen.stop()
             session_id = self._endpoint.session.end()
             if session_id is not None:
-                self._delete_session(session_id)
+                if self._hooks is None:
+                    delete_session(self._endpoint, session_id)
+                else:
+                    self._hooks.delete_session(session_id)
             self._inflight.stop_all()
             self._endpoint.shutdown_all()  # ends every read in progress
             self._pool.shutdown(CLOSE_JOIN_GRACE_S)
             deadline = time.monotonic() + CLOSE_JOIN_GRACE_S
-            if self._beside is not None:
-                self._beside.shutdown(CLOSE_JOIN_GRACE_S)
-            self._wait_direct_exchanges(deadline)
+            if self._hooks is not None:
+                self._hooks.shutdown(CLOSE_JOIN_GRACE_S)
+            self._direct.wait_idle(deadline)
             for listen in listens:
                 listen.join(max(0.0, deadline - time.monotonic()))
             self._endpoint.close()
@@ -424,74 +416,56 @@ class HttpTransport:
         finally:
             self._inflight.remove(exchange)
 
-    def _post_beside(self, beside: WorkerPool, exchange: Exchange, data: bytes) -> None:
-        """Post on a hook sender's thread, waiting no longer than the exchange's deadline."""
-        outcome: Future[None] = Future()
-        try:
-            beside.submit(_post_into, self._poster, exchange, data, outcome)
-        except PoolClosed:
-            raise closed_error() from None
-        deadline = exchange.deadline
-        try:
-            while True:
-                try:
-                    outcome.result(wait_slice(deadline))
-                    return
-                except FutureTimeout:
-                    if outcome.done():
-                        raise  # the POST itself raised a TimeoutError
-                    if passed(deadline):
-                        break
-        except BaseException:
-            exchange.stop()
-            raise
-        exchange.stop()  # not sent once the hook returns, or its read ends now
-        raise DeadlinePassed(f"{self.label}: the deadline passed while the POST waited for its hooks")
 
-    def _send_timeout(self, deadline: Optional[float], started: float) -> RequestTimeout:
-        seconds = None if deadline is None else round(max(0.0, deadline - started), 3)
-        error = RequestTimeout("POST", None, seconds)
-        error.message = f"{self.label}: the server did not accept the message within {seconds}s"
-        return error
+def _send_timeout(label: str, deadline: Optional[float], started: float) -> RequestTimeout:
+    """What ``send`` without ids raises when its deadline passed first."""
+    seconds = None if deadline is None else round(max(0.0, deadline - started), 3)
+    error = RequestTimeout("POST", None, seconds)
+    error.message = f"{label}: the server did not accept the message within {seconds}s"
+    return error
 
-    def _delete_session(self, session_id: str) -> None:
-        """DELETE the session, bounded even when the hooks block (they run beside, then)."""
-        beside = self._beside
-        if beside is None:
-            delete_session(self._endpoint, session_id)
-            return
-        finished = threading.Event()
-        try:
-            beside.submit(_delete_then_set, self._endpoint, session_id, finished)
-        except PoolClosed:
-            return
-        finished.wait(2 * DELETE_TIMEOUT_S)
 
-    def _wait_direct_exchanges(self, deadline: float) -> None:
-        """Wait (until ``deadline``) for the callers exchanging directly, their reads interrupted."""
-        mine = 1 if getattr(self._direct_local, "active", False) else 0
+class _DirectCallers:
+    """Callers running their call's exchange on their own thread (``drive_call``): how many, at most.
+
+    Args:
+        limit: the most at once (more callers use the pool).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        # _lock guards _count; _idle is notified when it drops to 0.
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._count = 0
+        self._local = threading.local()  # .active: this thread is inside drive_call
+
+    def enter(self) -> bool:
+        """Count the calling thread in; False when full (or it is in already)."""
+        local = self._local
         with self._lock:
-            while self._direct_count > mine:
+            if self._count >= self._limit or getattr(local, "active", False):
+                return False
+            self._count += 1
+        local.active = True
+        return True
+
+    def leave(self) -> None:
+        self._local.active = False
+        with self._lock:
+            self._count -= 1
+            if not self._count:
+                self._idle.notify_all()
+
+    def wait_idle(self, deadline: float) -> None:
+        """Wait (until ``deadline``) for the other direct callers, their reads interrupted."""
+        mine = 1 if getattr(self._local, "active", False) else 0
+        with self._lock:
+            while self._count > mine:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
-                self._direct_idle.wait(left)
-
-
-def _post_into(poster: Poster, exchange: Exchange, data: bytes, outcome: Future[None]) -> None:
-    try:
-        poster.post(exchange, data)
-    except BaseException as exc:
-        outcome.set_exception(exc)
-    else:
-        outcome.set_result(None)
-
-
-def _delete_then_set(endpoint: Endpoint, session_id: str, finished: threading.Event) -> None:
-    try:
-        delete_session(endpoint, session_id)
-    finally:
-        finished.set()
+                self._idle.wait(left)
 
 
 __all__ = ["HttpTransport"]
