@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import pytest
 import requests
 
+from jsonrpc_threads import client as client_module
 from jsonrpc_threads.client import JsonRpcClient
 from jsonrpc_threads.errors import HttpConnectionError, RequestTimeout
 from jsonrpc_threads.transports.http import DEFAULT_MAX_RESUMPTIONS, HttpTransport
@@ -49,7 +50,10 @@ def peer() -> Iterator[HttpPeer]:
 
 def make_client(url: str, **options: Any) -> JsonRpcClient:
     cancellation = options.pop("cancellation", None)
-    return JsonRpcClient(HttpTransport(url, **options), default_timeout=WAIT_S, cancellation=cancellation)
+    workers = options.pop("handler_workers", 4)
+    return JsonRpcClient(
+        HttpTransport(url, **options), default_timeout=WAIT_S, cancellation=cancellation, handler_workers=workers
+    )
 
 
 def pool_threads() -> List[str]:
@@ -202,6 +206,23 @@ def test_a_notification_the_server_never_accepts_returns_by_its_deadline(peer: H
         assert "did not accept the message" in info.value.message
         client.notify("note", timeout=WAIT_S)
         assert client.call("notifications_log")[-1]["method"] == "note"
+
+
+def test_a_cancellation_the_server_never_accepts_frees_the_handler_worker(
+    peer: HttpPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cancellation goes out on the client's one handler worker, with its own deadline.
+    monkeypatch.setattr(client_module, "CANCELLATION_SEND_TIMEOUT_S", SHORT_S)
+    url = peer.url_with("sse", "holdnotes")
+    with make_client(url, cancellation="mcp", handler_workers=1) as client:
+        client.on_request("roots/list", lambda params: {"roots": []})
+        with pytest.raises(RequestTimeout):
+            client.call("block", {"gate": "held"}, timeout=SHORT_S)
+        assert peer.wait_for(lambda: len(peer.records_for("notifications/cancelled")) == 1, WAIT_S)
+        # The server's request needs that worker: free again once the held POST's deadline passed.
+        started = time.monotonic()
+        assert client.call("reverse_call", {"method": "roots/list"}) == {"result": {"roots": []}}
+        assert time.monotonic() - started < SHORT_S + SLACK_S + 1.0
 
 
 # -- item 8: slow hooks never hold a caller past its deadline -----------------------------------------

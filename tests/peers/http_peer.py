@@ -32,6 +32,8 @@ field to the first event of each stream.
 - ``nolisten``: GET without ``Last-Event-ID`` answers 405;
 - ``nodelete``: DELETE answers 405;
 - ``getredirect``: every GET answers ``307`` to another host (127.0.0.2);
+- ``holdnotes``: a POST that carries only notifications is never answered (the
+  server holds it until it shuts down);
 - ``resetall``: every SSE stream (a POST's answer, a GET resuming it, the
   listen stream) sends one event with an id and empty data, then the
   connection is dropped: the response never comes, however often the client
@@ -115,7 +117,7 @@ LISTEN_POLL_S = 0.05
 #: Bounded joins in :meth:`HttpPeer.close`.
 JOIN_TIMEOUT_S = 5.0
 MODES = frozenset(
-    {"sse", "priming", "session", "cut", "reset", "noids", "noresume", "nolisten", "nodelete", "getredirect", "resetall"}
+    {"sse", "priming", "session", "cut", "reset", "noids", "noresume", "nolisten", "nodelete", "getredirect", "resetall", "holdnotes"}
 )
 _CUT = object()
 
@@ -755,6 +757,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._fault(*fault)
             return
         if not requests:
+            if "holdnotes" in modes and any(isinstance(i, dict) and "method" in i for i in items):
+                peer.stop.wait(GATE_TIMEOUT_S)
+                self._drop()
+                return
             self._send(202)
             return
         if isinstance(message, list):

@@ -171,20 +171,25 @@ class _RedactingFilter(logging.Filter):
 
 
 _FILTER = _RedactingFilter()
+# _install_lock guards _loggers_seen: how many loggers existed at the last install.
 _install_lock = threading.Lock()
+_loggers_seen = -1
 
 
 def install_log_filter() -> None:
-    """Put the filter on the loggers of urllib3 and requests (idempotent, cheap once done)."""
+    """Put the filter on the loggers of urllib3 and requests (idempotent; cheap while no logger was added)."""
+    global _loggers_seen
+    registry = logging.root.manager.loggerDict
     with _install_lock:
+        if len(registry) == _loggers_seen:
+            return
         names = set(_KNOWN_LIBRARY_LOGGERS)
-        names.update(
-            name for name in list(logging.root.manager.loggerDict) if name.split(".", 1)[0] in LIBRARY_LOGGER_PREFIXES
-        )
+        names.update(name for name in list(registry) if name.split(".", 1)[0] in LIBRARY_LOGGER_PREFIXES)
         for name in names:
             logger = logging.getLogger(name)
             if _FILTER not in logger.filters:
                 logger.addFilter(_FILTER)
+        _loggers_seen = len(registry)
 
 
 def _header_secrets(headers: Mapping[str, str]) -> List[str]:
