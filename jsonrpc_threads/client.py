@@ -207,7 +207,7 @@ class JsonRpcClient(Closing):
                 timer, entry.timer = entry.timer, None
                 if timer is not None:
                     timer.cancel()
-        self._send_requests(data, (request_id,), None)
+        self._send_requests(data, (request_id,), deadline_after(resolved))
         return future
 
     def call(self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Any:
@@ -575,7 +575,9 @@ class JsonRpcClient(Closing):
                     timer, entry.timer = entry.timer, None
                     if timer is not None:
                         timer.cancel()
-        self._send_requests(data, [request_id for request_id, _ in tracked], None)
+        timeouts = [entry.timeout for _, entry in tracked]
+        latest = None if None in timeouts else max(cast(List[float], timeouts))
+        self._send_requests(data, [request_id for request_id, _ in tracked], deadline_after(latest))
 
 
 def __getattr__(name: str) -> Any:

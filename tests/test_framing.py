@@ -14,6 +14,7 @@ from jsonrpc_threads.framing import (
     FramingError,
     LineDecoder,
     Oversized,
+    SseDecoder,
     encode_content_length,
     encode_line,
 )
@@ -182,3 +183,184 @@ def test_content_length_never_raises_on_any_bytes(data: bytes, cuts: List[int]) 
     good = b'{"after":"garbage"}'
     out = decode_in_pieces(lambda: ContentLengthDecoder(1000), data + b"\r\n\r\n" + encode_content_length(good), cuts)
     assert all(isinstance(item, (bytes, FramingError, Oversized)) for item in out)
+
+
+# -- server-sent events ------------------------------------------------------------------
+
+SseItem = Any
+
+
+def sse_items(frames: Sequence[Any]) -> List[SseItem]:
+    """Events as comparable tuples (sseclient's Event has no equality); notes as they are."""
+    return [
+        frame if isinstance(frame, Oversized) else (frame.id, frame.event, frame.data, frame.retry) for frame in frames
+    ]
+
+
+def sse_in_pieces(data: bytes, cuts: Sequence[int], limit: int = 1000) -> List[SseItem]:
+    return sse_items(decode_in_pieces(lambda: SseDecoder(limit), data, cuts))
+
+
+def sse_every_split(data: bytes, limit: int = 1000) -> List[SseItem]:
+    """The same events however the stream is split; an Oversized note is reported as soon as
+    the event crosses the limit, so its ``size`` (at least) and ``head`` depend on the split:
+    only its being there, once, and its limit are compared."""
+
+    def comparable(items: List[SseItem]) -> List[SseItem]:
+        return [("oversized", item.limit) if isinstance(item, Oversized) else item for item in items]
+
+    whole = sse_in_pieces(data, [], limit)
+    for offset in range(len(data) + 1):
+        assert comparable(sse_in_pieces(data, [offset], limit)) == comparable(whole), offset
+    return whole
+
+
+SSE_STREAM = (
+    b"\xef\xbb\xbf: a comment, and a BOM before it\r\n"
+    b"id: s1:0\r\nretry: 250\r\ndata:\r\n\r\n"  # MCP priming: an id and a retry, empty data
+    b'event: note\nid: s1:1\ndata: {"a":\ndata:  1}\nunknown: x\n\n'  # two data lines; one space stripped
+    b"data:x\rid\r\r"  # CR line ends; a bare "id" resets the id
+    b"retry: soon\nid: a\x00b\ndata: \xc3\xa9\xf0\x9f\x98\x80\n\n"  # bad retry and NUL id ignored; UTF-8
+    b": only comments\n: make no event\n\n"
+    b"data\ndata\n\n"  # names alone: two empty data lines
+    b"data: cut off by the end"  # never dispatched
+)
+SSE_EXPECTED = [
+    ("s1:0", "message", "", 250),
+    ("s1:1", "note", '{"a":\n 1}', None),
+    ("", "message", "x", None),
+    (None, "message", "\u00e9\U0001f600", None),
+    (None, "message", "\n", None),
+]
+
+
+def test_sse_the_whatwg_rules_split_at_every_offset() -> None:
+    assert sse_every_split(SSE_STREAM) == SSE_EXPECTED
+
+
+def test_sse_byte_by_byte() -> None:
+    decoder = SseDecoder(1000)
+    frames: List[Any] = []
+    for i in range(len(SSE_STREAM)):
+        frames += decoder.feed(SSE_STREAM[i : i + 1])
+    frames += decoder.end()
+    assert sse_items(frames) == SSE_EXPECTED
+
+
+def test_sse_crlf_split_between_reads_is_one_line_end() -> None:
+    decoder = SseDecoder(100)
+    assert decoder.feed(b"data: a\r") == []
+    assert decoder.feed(b"\n") == []  # the LF of the CRLF: not a blank line
+    assert sse_items(decoder.feed(b"\r\n")) == [(None, "message", "a", None)]
+
+
+def test_sse_a_bom_only_at_the_start() -> None:
+    stream = b"\xef\xbb\xbfdata: 1\n\n\xef\xbb\xbfdata: 2\n\n"
+    # The second BOM is part of a field name that is not "data": ignored, no event.
+    assert sse_every_split(stream) == [(None, "message", "1", None)]
+
+
+def test_sse_data_at_the_limit_passes_and_one_byte_more_is_oversized() -> None:
+    ok = b"data: " + b"x" * 6 + b"\ndata: " + b"y" * 3 + b"\n\n"  # 6 + 1 + 3 = 10 bytes of data
+    too_big = b'data: {"id":7,' + b"z" * 10 + b"\n\n"
+    stream = ok + too_big + ok
+    out = sse_every_split(stream, limit=10)
+    assert out[0] == out[2] == (None, "message", "xxxxxx\nyyy", None)
+    note = out[1]
+    assert isinstance(note, Oversized) and note.limit == 10 and note.head.startswith(b'{"id":7,')
+    assert len(out) == 3
+
+
+def test_sse_an_oversized_event_is_never_held_whole() -> None:
+    decoder = SseDecoder(1000)
+    (note,) = decoder.feed(b"data: " + b"a" * 2000)  # reported as soon as it crosses the limit
+    assert isinstance(note, Oversized) and note.head.startswith(b"aaa")
+    for _ in range(100):
+        assert decoder.feed(b"a" * 10_000) == []
+        assert decoder.feed(b"\ndata: " + b"b" * 10_000 + b"\n") == []
+        assert decoder.buffered <= 1000 + 4096
+    assert sse_items(decoder.feed(b"\ndata: next\n\n")) == [(None, "message", "next", None)]
+
+
+def test_sse_a_long_comment_line_is_dropped_as_it_arrives() -> None:
+    decoder = SseDecoder(100)
+    decoder.feed(b": ")
+    for _ in range(100):
+        assert decoder.feed(b"k" * 10_000) == []
+        assert decoder.buffered == 0
+    assert sse_items(decoder.feed(b"\ndata: ok\n\n")) == [(None, "message", "ok", None)]
+
+
+@pytest.mark.parametrize("line", [b"id: ", b"event: ", b"whatever: "])
+def test_sse_any_field_line_past_the_slack_makes_its_event_oversized(line: bytes) -> None:
+    stream = b"data: head\n" + line + b"v" * (100 + 4096) + b"\ndata: more\n\ndata: after\n\n"
+    out = sse_every_split(stream, limit=100)
+    assert [type(item) for item in out] == [Oversized, tuple]
+    assert out[0].head == b"head"
+    assert out[1] == (None, "message", "after", None)
+
+
+def test_sse_a_cut_event_is_dropped_and_end_starts_over() -> None:
+    decoder = SseDecoder(100)
+    assert decoder.feed(b"id: 1\ndata: partial\n") == []
+    assert decoder.end() == []
+    assert sse_items(decoder.feed(b"data: fresh\n\n")) == [(None, "message", "fresh", None)]
+
+
+sse_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n\x00"), max_size=12)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.none() | sse_text,
+            st.none() | st.sampled_from(["note", "message", "x y"]),
+            st.lists(sse_text, max_size=3),
+            st.none() | st.integers(min_value=0, max_value=10**6),
+            st.booleans(),
+        ),
+        max_size=6,
+    ),
+    st.sampled_from([b"\n", b"\r", b"\r\n"]),
+    st.lists(st.integers(min_value=0, max_value=600), max_size=6),
+)
+def test_sse_any_split_same_events(events: List[Any], newline: bytes, cuts: List[int]) -> None:
+    stream = b""
+    expected = []
+    for event_id, name, data_lines, retry, comment in events:
+        lines = [": keep-alive"] if comment else []
+        if event_id is not None:
+            lines.append("id: " + event_id)
+        if name is not None:
+            lines.append("event: " + name)
+        if retry is not None:
+            lines.append(f"retry: {retry}")
+        lines.extend("data: " + line for line in data_lines)
+        if len(lines) == int(comment):
+            lines.append("data:")  # every event has a field
+            data_lines = [""]
+        stream += newline.join(line.encode() for line in lines) + newline + newline
+        expected.append((event_id, name or "message", "\n".join(data_lines), retry))
+    assert sse_in_pieces(stream, cuts, 10_000) == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.binary(max_size=80), max_size=10),
+    st.integers(min_value=1, max_value=100),
+)
+def test_sse_never_raises_on_any_bytes_and_events_stay_in_the_limit(chunks: List[bytes], limit: int) -> None:
+    decoder = SseDecoder(limit)
+    frames: List[Any] = []
+    for chunk in chunks:
+        frames += decoder.feed(chunk)
+        assert decoder.buffered <= limit + 4096
+    frames += decoder.end()
+    for frame in frames:
+        if isinstance(frame, Oversized):
+            assert frame.limit == limit and frame.size > limit
+        else:
+            assert isinstance(frame.data, str) and len(frame.data) <= limit  # a character comes from >= 1 byte
+            assert frame.retry is None or frame.retry >= 0
+    assert sse_items(decoder.feed(b"\n\ndata: z\n\n"))[-1] == (None, "message", "z", None)  # the stream goes on

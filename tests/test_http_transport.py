@@ -35,7 +35,7 @@ from jsonrpc_threads.errors import (
 )
 from jsonrpc_threads.transports.base import Transport
 from jsonrpc_threads.transports.config import transport_from_config
-from jsonrpc_threads.transports.http import HttpTransport, _SseReader, redact_headers, url_label
+from jsonrpc_threads.transports.http import HttpTransport, redact_headers, url_label
 from jsonrpc_threads.transports.stdio import StdioTransport
 
 from .conftest import peer_command
@@ -108,52 +108,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-# -- the SSE reader (pure) -----------------------------------------------------------------
-
-SSE_STREAM = (
-    b": a comment\r\n"
-    b"id: s1:0\r\nretry: 250\r\ndata:\r\n\r\n"  # priming: id and retry, empty data
-    b'event: message\nid: s1:1\ndata: {"a":\ndata:  1}\n\n'  # two data lines; one space stripped
-    b"data:x\rid\r\r"  # CR line ends; a bare "id" resets the id
-    b"retry: soon\ndata: \xc3\xa9\xf0\x9f\x98\x80\n\n"  # a bad retry is ignored; UTF-8
-    b"data: cut off by the end"  # never dispatched
-)
-SSE_EXPECTED = [
-    ("s1:0", "", 250),
-    ("s1:1", '{"a":\n 1}', None),
-    ("", "x", None),
-    (None, "\u00e9\U0001f600", None),
-]
-
-
-def read_events(chunks: Sequence[bytes], limit: int = 1000) -> List[Tuple[Optional[str], str, Optional[int]]]:
-    reader = _SseReader(iter(chunks), limit)
-    return [(event.id, event.data, event.retry) for event in reader.events()]
-
-
-def test_sse_reader_whole_stream() -> None:
-    assert read_events([SSE_STREAM]) == SSE_EXPECTED
-
-
-def test_sse_reader_split_at_every_offset() -> None:
-    for offset in range(len(SSE_STREAM) + 1):
-        assert read_events([SSE_STREAM[:offset], SSE_STREAM[offset:]]) == SSE_EXPECTED, offset
-
-
-def test_sse_reader_byte_by_byte() -> None:
-    assert read_events([SSE_STREAM[i : i + 1] for i in range(len(SSE_STREAM))]) == SSE_EXPECTED
-
-
-@pytest.mark.parametrize(
-    "stream",
-    [b"data: " + b"x" * 2000 + b"\n\n", b"data: " + b"x" * 10_000, (b"data: " + b"x" * 300 + b"\n") * 20 + b"\n"],
-    ids=["one-line", "unterminated-line", "many-lines"],
-)
-def test_sse_reader_refuses_oversized_events(stream: bytes) -> None:
-    with pytest.raises(MessageTooLarge):
-        read_events([stream[i : i + 512] for i in range(0, len(stream), 512)], limit=100)
 
 
 # -- plain exchanges ------------------------------------------------------------------

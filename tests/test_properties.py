@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jsonrpc_threads import StdioTransport, messages
+from jsonrpc_threads.framing import Oversized, SseDecoder
 from jsonrpc_threads.errors import InvalidRequest, JsonRpcError, MessageTooLarge, ParseError
 from jsonrpc_threads.server import serve
-from jsonrpc_threads.transports.http import _SseReader
 
 from .conftest import peer_command
 
@@ -237,7 +237,7 @@ def test_stdio_framing_of_any_bytes_through_a_real_pipe() -> None:
         transport.close()
 
 
-# -- the SSE reader of the HTTP transport ---------------------------------------------------
+# -- the SSE decoder the HTTP transport reads with ----------------------------------------------
 
 _sse_field_text = st.text(st.characters(blacklist_characters="\r\n\x00", blacklist_categories=("Cs",)), max_size=12)
 sse_events = st.lists(
@@ -257,7 +257,7 @@ sse_events = st.lists(
     st.sampled_from([b"\n", b"\r", b"\r\n"]),
     st.lists(st.integers(min_value=0, max_value=400), max_size=10),
 )
-def test_sse_reader_yields_exactly_the_events_written_however_split(
+def test_sse_decoder_yields_exactly_the_events_written_however_split(
     events: List[Any], newline: bytes, cuts: List[int]
 ) -> None:
     stream = b""
@@ -273,16 +273,18 @@ def test_sse_reader_yields_exactly_the_events_written_however_split(
         expected.append((event_id, "\n".join(data_lines), retry))
     points = sorted({min(cut, len(stream)) for cut in cuts})
     chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)])]
-    reader = _SseReader(iter(chunks), 10_000)
-    assert [(e.id, e.data, e.retry) for e in reader.events()] == expected
+    decoder = SseDecoder(10_000)
+    events = [event for chunk in chunks for event in decoder.feed(chunk)] + decoder.end()
+    assert [(e.id, e.data, e.retry) for e in events] == expected
 
 
 @SETTINGS
 @given(st.lists(st.binary(max_size=80), max_size=10), st.integers(min_value=1, max_value=100))
-def test_sse_reader_on_any_bytes_yields_bounded_events_or_message_too_large(chunks: List[bytes], limit: int) -> None:
-    try:
-        for event in _SseReader(iter(chunks), limit).events():
-            assert isinstance(event.data, str) and len(event.data) <= limit
-            assert event.retry is None or (isinstance(event.retry, int) and event.retry >= 0)
-    except MessageTooLarge as exc:
-        assert exc.limit == limit
+def test_sse_decoder_on_any_bytes_yields_bounded_events_or_oversized_notes(chunks: List[bytes], limit: int) -> None:
+    decoder = SseDecoder(limit)
+    for event in [frame for chunk in chunks for frame in decoder.feed(chunk)] + decoder.end():
+        if isinstance(event, Oversized):
+            assert event.limit == limit and event.size > limit
+            continue
+        assert isinstance(event.data, str) and len(event.data) <= limit
+        assert event.retry is None or (isinstance(event.retry, int) and event.retry >= 0)

@@ -266,10 +266,12 @@ def test_no_secret_in_any_log_record_across_a_full_exchange(peer: HttpPeer, capl
         "set-cookie": "S3CRET-set-cookie",
         "userinfo": "S3CRET-password",
         "location": "S3CRET-in-location",
+        "query": "S3CRET-query-token",
     }
     url = peer.url_with("session", "sse", "priming", "cut", retry=20).replace(
         "127.0.0.1", f"user:{secret['userinfo']}@127.0.0.1"
     )
+    url += f"&token={secret['query']}"  # some servers take their token in the query string
     transport = HttpTransport(
         url,
         headers={
@@ -312,6 +314,7 @@ def test_no_secret_in_any_log_record_across_a_full_exchange(peer: HttpPeer, capl
         with pytest.raises(HttpError):
             client.notify("fault", {"kind": "500"})
     # the secrets did travel (so their absence from the logs means something)
+    assert peer.records_for("echo")[0].query["token"] == [secret["query"]]
     sent = peer.records_for("echo")[0].headers
     assert sent["authorization"].startswith("Basic ") or secret["static"] in sent["authorization"]
     assert peer.deleted_sessions
@@ -325,6 +328,45 @@ def test_no_secret_in_any_log_record_across_a_full_exchange(peer: HttpPeer, capl
                 leaked.append((name, record.name, record.getMessage()[:200]))
     assert leaked == []
     assert any("<redacted>" in record.getMessage() for record in caplog.records)
+    # urllib3 wrote its request lines (path and query) for our requests, redacted
+    request_lines = [r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool" and '"POST ' in r.getMessage()]
+    assert request_lines and all("?<redacted>" in line for line in request_lines)
+
+
+@pytest.mark.parametrize("path", ["call", "request", "notify", "listen"])
+def test_urllib3_lines_our_requests_cause_are_redacted_on_every_thread(
+    peer: HttpPeer, caplog: pytest.LogCaptureFixture, path: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = "S3CRET-in-the-query"
+    url = peer.url.replace("127.0.0.1", "bob:S3CRET-userinfo@127.0.0.1") + f"?api_key={token}"
+    transport = HttpTransport(url, headers={"Authorization": "Bearer S3CRET-header"}, read_timeout=WAIT_S)
+    with JsonRpcClient(transport, default_timeout=WAIT_S) as client:
+        if path == "call":
+            client.call("echo", [1])  # on this thread
+        elif path == "request":
+            client.request("echo", [1]).result(WAIT_S)  # on a pool thread
+        elif path == "notify":
+            client.notify("note")
+        else:
+            transport.open_listen_stream(wait=WAIT_S)  # on the listen thread
+            assert peer.wait_for(lambda: peer.listen_count == 1)
+    lines = [r for r in caplog.records if r.name.startswith("urllib3")]
+    assert any(token not in r.getMessage() and "?<redacted>" in r.getMessage() for r in lines)
+    for record in caplog.records:
+        text = record.getMessage() + repr(record.args) + (record.exc_text or "")
+        assert "S3CRET" not in text, (record.name, text)
+
+
+def test_urllib3_lines_of_requests_not_ours_are_left_alone(peer: HttpPeer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with JsonRpcClient(HttpTransport(peer.url + "?mine=hidden-by-the-filter"), default_timeout=WAIT_S) as client:
+        client.call("echo", [1])
+        with requests.Session() as session:  # the application's own request, on the same thread
+            session.post(peer.url + "?theirs=left-as-it-is", json={"jsonrpc": "2.0", "id": 1, "method": "echo"})
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool")
+    assert "theirs=left-as-it-is" in text
+    assert "hidden-by-the-filter" not in text
 
 
 def test_auth_object_secret_is_not_logged(peer: HttpPeer, caplog: pytest.LogCaptureFixture) -> None:

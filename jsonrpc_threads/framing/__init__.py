@@ -8,6 +8,7 @@ and call these around their reads and writes.
 
 - :mod:`.lines`: one JSON text per line (stdio MCP servers, JSON-RPC tools).
 - :mod:`.content_length`: ``Content-Length`` headers and a body (language servers).
+- :mod:`.sse`: server-sent events (MCP Streamable HTTP answers and listen streams).
 
 Every decoder enforces a size limit without ever holding an oversized
 message whole: it reports :class:`Oversized` (with the head of the message,
@@ -19,12 +20,14 @@ from __future__ import annotations
 from ._events import FramingError, Oversized
 from .content_length import ContentLengthDecoder, encode_content_length
 from .lines import LineDecoder, encode_line
+from .sse import SseDecoder
 
 __all__ = [
     "ContentLengthDecoder",
     "FramingError",
     "LineDecoder",
     "Oversized",
+    "SseDecoder",
     "encode_content_length",
     "encode_line",
 ]

@@ -85,7 +85,10 @@ class Transport(Protocol):
         notification or a response); a transport that learns of a failure after
         ``send`` returned reports it through ``sink.requests_failed`` with them.
         ``send`` never blocks past ``deadline``; with ``request_ids`` it should
-        not block at all (the requests' own deadlines are the client's).
+        not block at all, and ``deadline`` is the requests' own (the latest of
+        them for a batch; ``None`` when one has none): past it, the transport
+        may stop carrying them without reporting anything, since the client
+        times them out itself.
 
         Raises:
             TransportClosed: when the transport is closed or the write failed;

@@ -31,7 +31,13 @@ field to the first event of each stream.
 - ``noresume``: GET with ``Last-Event-ID`` answers 405;
 - ``nolisten``: GET without ``Last-Event-ID`` answers 405;
 - ``nodelete``: DELETE answers 405;
-- ``getredirect``: every GET answers ``307`` to another host (127.0.0.2).
+- ``getredirect``: every GET answers ``307`` to another host (127.0.0.2);
+- ``holdnotes``: a POST that carries only notifications is never answered (the
+  server holds it until it shuts down);
+- ``resetall``: every SSE stream (a POST's answer, a GET resuming it, the
+  listen stream) sends one event with an id and empty data, then the
+  connection is dropped: the response never comes, however often the client
+  resumes.
 
 SSE events carry ids (``<stream>:<n>``) when ``priming``, ``cut`` or ``reset``
 is on and ``noids`` is off.  A GET without ``Last-Event-ID`` opens the listen
@@ -61,17 +67,19 @@ Methods (result in parentheses), as the stdio peer where they make sense:
   (JSON-RPC error -32050 with data, for the request's id), ``500-rpc-null``
   (the same with id null), ``400``, ``404``, ``html`` (200 text/html),
   ``empty`` (200, no body, no type), ``redirect`` (307 to 127.0.0.2),
-  ``reset`` (connection dropped), ``202`` (accepted, never answered)
+  ``reset`` (connection dropped), ``202`` (accepted, never answered), ``never``
+  (holds the connection, no answer at all, until the server shuts down)
 - ``wrong_id`` (SSE: first a response with id + 1000, then "ok"; JSON: only the
   response with the wrong id), ``duplicate`` (SSE: "first" then "second"; JSON: a
   batch of both), ``wrong_id_type`` {"as": "string"|"true"|"float"} (as ``wrong_id``,
   with an id of the wrong type: "1" for 1, true, 1.0)
 - ``raw_answer`` (always answered by itself, whatever the mode): ``{"status": 200,
   "content_type": "application/json", "headers": {}, "chunks": [str], "repeat": 1,
-  "chunked": true, "content_length": null, "then": "end"}``.  Writes the chunks
-  (``{id}`` in them replaced by the request's id as JSON) ``repeat`` times, as
-  chunked transfer unless ``chunked`` is false (then with ``Content-Length``:
-  ``content_length`` if given, else the true length), then ``then``: ``end``,
+  "chunked": true, "content_length": null, "interval": 0, "then": "end"}``.  Writes
+  the chunks (``{id}`` in them replaced by the request's id as JSON) ``repeat``
+  times, as chunked transfer unless ``chunked`` is false (then with ``Content-Length``:
+  ``content_length`` if given, else the true length), ``interval`` seconds apart
+  (a slowloris body: a few bytes at a time, never done), then ``then``: ``end``,
   ``stall`` (holds the connection, body unfinished, until the server shuts
   down) or ``reset`` (drops the connection)
 - ``exit`` {"code": n} (only with ``allow_exit``, i.e. ``--allow-exit`` when run as
@@ -109,7 +117,7 @@ LISTEN_POLL_S = 0.05
 #: Bounded joins in :meth:`HttpPeer.close`.
 JOIN_TIMEOUT_S = 5.0
 MODES = frozenset(
-    {"sse", "priming", "session", "cut", "reset", "noids", "noresume", "nolisten", "nodelete", "getredirect"}
+    {"sse", "priming", "session", "cut", "reset", "noids", "noresume", "nolisten", "nodelete", "getredirect", "resetall", "holdnotes"}
 )
 _CUT = object()
 
@@ -176,6 +184,7 @@ class _StreamedAnswer(Exception):
         self.chunked = bool(params.get("chunked", True))
         length = params.get("content_length")
         self.content_length = int(length) if length is not None else sum(len(chunk) for chunk in self.chunks)
+        self.interval = float(params.get("interval", 0))
         self.then = str(params.get("then", "end"))
 
 
@@ -748,6 +757,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._fault(*fault)
             return
         if not requests:
+            if "holdnotes" in modes and any(isinstance(i, dict) and "method" in i for i in items):
+                peer.stop.wait(GATE_TIMEOUT_S)
+                self._drop()
+                return
             self._send(202)
             return
         if isinstance(message, list):
@@ -784,7 +797,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(answer.content_length))
         self.end_headers()
         try:
-            for chunk in answer.chunks:
+            for index, chunk in enumerate(answer.chunks):
+                if index and answer.interval and self.server.peer.stop.wait(answer.interval):
+                    self._drop()
+                    return
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if answer.chunked else chunk)
                 self.wfile.flush()
             if answer.then == "stall":
@@ -799,6 +815,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer_sse(self, request: Dict[str, Any], ctx: _Context) -> None:
         modes = ctx.modes
+        if "resetall" in modes:
+            self._prime_and_drop(ctx, "s")
+            return
         cutting = "cut" in modes or "reset" in modes
         writer = _SseWriter(self, ctx, with_ids=("priming" in modes or cutting) and "noids" not in modes)
         if "priming" in modes:
@@ -819,6 +838,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         writer.send(response)
         writer.finish()
+
+    def _prime_and_drop(self, ctx: _Context, prefix: str) -> None:
+        """``resetall``: one event with an id (resumable, so the client comes back), then a reset."""
+        writer = _SseWriter(self, ctx, with_ids=True, prefix=prefix)
+        writer.priming()
+        self.wfile.flush()
+        self.server.peer._note(cut_times=time.monotonic())
+        writer.abort()
 
     def _fault(self, kind: str, request_id: Any) -> None:
         rpc_error = {"code": -32050, "message": "server exploded", "data": {"detail": "kaboom"}}
@@ -842,6 +869,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop()
         elif kind == "202":
             self._send(202)
+        elif kind == "never":
+            self.server.peer.stop.wait(GATE_TIMEOUT_S)
+            self._drop()
         else:
             self._send(400, f"unknown fault {kind!r}".encode(), "text/plain")
 
@@ -862,6 +892,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         ctx = _Context(modes, session, None, retry, record.headers)
         last = record.headers.get("last-event-id")
+        if "resetall" in modes:
+            if last is not None:
+                peer._note(resume_gets=(time.monotonic(), last))
+            else:
+                with peer._changed:
+                    peer.listen_count += 1
+                    peer._changed.notify_all()
+            self._prime_and_drop(ctx, "L" if last is None or last.startswith("L") else "s")
+            return
         if last is not None:
             if "noresume" in modes:
                 self._send(405, b"no resumption here", "text/plain")

@@ -1,0 +1,234 @@
+"""The one place where HTTP failures become this library's exceptions.
+
+Two kinds of failure enter here, and nowhere else:
+
+- an exception out of ``requests``, urllib3, ``http.client`` or a socket
+  (:class:`NetworkErrors`, a context manager around every call that touches
+  the network, in the spirit of httpcore's ``map_exceptions``):
+  :class:`~jsonrpc_threads.errors.TransportClosed` while the transport is
+  closing, :class:`DeadlinePassed` once the exchange's deadline is over,
+  :class:`~jsonrpc_threads.errors.HttpConnectionError` for a refused, reset or
+  timed-out connection, :class:`~jsonrpc_threads.errors.HttpError` for the rest;
+- an HTTP status that is not the answer we wait for (:func:`status_error`,
+  :func:`redirect_error`, :func:`resume_error`): 404 to a request that carried
+  a session id is :class:`~jsonrpc_threads.errors.SessionExpired`, a JSON-RPC
+  error body is that error, a redirect is refused (never followed), anything
+  else an :class:`~jsonrpc_threads.errors.HttpError` with the status and an
+  excerpt of the body.
+
+The exceptions raised here never chain the library exception they replace
+(``from None``): a urllib3 error's text holds the request's URL, query string
+included, and whoever logs our exception with its traceback must not log that.
+What went wrong at the socket (``Connection refused``) is kept in the message.
+
+Pure translation: no I/O, no threads, no locks.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from types import TracebackType
+from typing import Any, Callable, Dict, Optional, Set, Tuple, Type
+
+import requests
+import urllib3.exceptions
+
+from ...errors import HttpConnectionError, HttpError, JsonRpcError, SessionExpired, TransportClosed, error_from_response
+from ._redact import url_label
+from ._wire import BODY_EXCERPT_CHARS
+
+#: What a failing socket read or write can raise, at every layer.
+NETWORK_ERRORS: Tuple[Type[BaseException], ...] = (
+    requests.RequestException,
+    urllib3.exceptions.HTTPError,
+    http.client.HTTPException,
+    OSError,
+)
+#: ``requests`` errors that mean the connection (not the request) failed.
+_CONNECTION_FAILURES: Tuple[Type[BaseException], ...] = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+)
+
+
+class DeadlinePassed(HttpConnectionError):
+    """An exchange's deadline passed mid-way; its requests are the client's to fail (never reported)."""
+
+
+def closed_error() -> TransportClosed:
+    return TransportClosed("HTTP transport closed")
+
+
+def excerpt(body: bytes) -> str:
+    """The start of an answer's body, as text, for an error message."""
+    return body[: BODY_EXCERPT_CHARS * 4].decode("utf-8", errors="replace")[:BODY_EXCERPT_CHARS]
+
+
+def is_network_error(exc: BaseException) -> bool:
+    """True for what the network layers raise (and not for our own errors, some of which are OSErrors)."""
+    return isinstance(exc, NETWORK_ERRORS) and not isinstance(exc, JsonRpcError)
+
+
+def network_error(
+    exc: BaseException,
+    *,
+    label: str,
+    what: str,
+    timeouts: Tuple[float, float],
+    closing: bool,
+    deadline_passed: bool,
+) -> JsonRpcError:
+    """Our exception for ``exc``, raised by the network layers while doing ``what``."""
+    if closing:
+        return closed_error()
+    if deadline_passed:
+        return DeadlinePassed(f"{label}: {what}: the deadline passed")
+    if isinstance(exc, requests.RequestException) and not isinstance(exc, _CONNECTION_FAILURES):
+        return HttpError(f"{label}: {what}: {type(exc).__name__}: {root_cause(exc)}")
+    if isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError, socket.timeout)):
+        connect = isinstance(exc, (requests.ConnectTimeout, urllib3.exceptions.ConnectTimeoutError))
+        kind, limit = ("connect", timeouts[0]) if connect else ("read", timeouts[1])
+        return HttpConnectionError(f"{label}: {what}: {kind} timed out after {limit}s")
+    return HttpConnectionError(f"{label}: {what}: {root_cause(exc)}")
+
+
+class NetworkErrors:
+    """``with NetworkErrors(...):`` translates whatever the network layers raise inside.
+
+    Args:
+        label: the transport's label.
+        what: what is being done, for the message ("POST failed").
+        timeouts: the transport's (connect, read) timeouts, for the message.
+        closing: tells whether the transport is closing.
+        deadline_passed: tells whether the exchange's deadline is over.
+    """
+
+    __slots__ = ("_closing", "_deadline_passed", "_label", "_timeouts", "_what")
+
+    def __init__(
+        self,
+        label: str,
+        what: str,
+        timeouts: Tuple[float, float],
+        closing: Callable[[], bool],
+        deadline_passed: Callable[[], bool],
+    ) -> None:
+        self._label = label
+        self._what = what
+        self._timeouts = timeouts
+        self._closing = closing
+        self._deadline_passed = deadline_passed
+
+    def translate(self, exc: BaseException) -> JsonRpcError:
+        """Our exception for ``exc`` (a network error)."""
+        return network_error(
+            exc,
+            label=self._label,
+            what=self._what,
+            timeouts=self._timeouts,
+            closing=self._closing(),
+            deadline_passed=self._deadline_passed(),
+        )
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        if exc is not None and is_network_error(exc):
+            raise self.translate(exc) from None
+
+
+def redirect_error(label: str, status: int, location: str) -> HttpError:
+    """A 3xx answer: redirects are never followed (the request could be replayed anywhere)."""
+    return HttpError(
+        f"{label}: redirect ({status}) to {url_label(location)!r} refused: redirects are not followed",
+        status_code=status,
+    )
+
+
+def status_error(
+    label: str,
+    status: int,
+    reason: str,
+    body: bytes,
+    *,
+    sent_session: bool,
+    answers_ours: Callable[[Dict[str, Any]], bool],
+) -> JsonRpcError:
+    """The error for a non-2xx answer to a POST.
+
+    A JSON-RPC error in the body that answers one of the exchange's requests
+    is handed to ``answers_ours`` (which delivers it and returns True); the
+    first other one (``id`` null, or not ours) is the error returned.
+    """
+    if status == 404 and sent_session:
+        return SessionExpired(f"{label}: the session expired (404)", status_code=404, body_excerpt=excerpt(body))
+    error: Optional[JsonRpcError] = None
+    try:
+        value = json.loads(body) if body else None
+    except ValueError:
+        value = None
+    for item in value if isinstance(value, list) else (value,):
+        if not (isinstance(item, dict) and "error" in item and "result" not in item):
+            continue
+        if not answers_ours(item) and error is None:
+            error = error_from_response(item["error"])
+    if error is not None:
+        return error
+    reason = reason or http.client.responses.get(status, "")
+    return HttpError(f"{label}: HTTP {status} {reason}".rstrip(), status_code=status, body_excerpt=excerpt(body))
+
+
+def resume_error(label: str, status: int, media_type: str, body: bytes, *, sent_session: bool) -> HttpError:
+    """The error for a GET that should have resumed an SSE stream and did not."""
+    if status == 404 and sent_session:
+        return SessionExpired(f"{label}: the session expired (404) while resuming an SSE stream", status_code=404)
+    return HttpConnectionError(
+        f"{label}: the SSE stream broke and cannot be resumed: GET answered {status} {media_type}".rstrip(),
+        status_code=status,
+        body_excerpt=excerpt(body),
+    )
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost socket-level reason of a requests/urllib3 error (no URL in it)."""
+    seen: Set[int] = set()
+    current: Optional[BaseException] = exc
+    found: Optional[BaseException] = None
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (OSError, http.client.HTTPException)) and not isinstance(
+            current, (requests.RequestException, urllib3.exceptions.HTTPError)
+        ):
+            found = current
+        following: Any = getattr(current, "reason", None)
+        if not isinstance(following, BaseException):
+            following = current.__cause__ or current.__context__
+        if following is None and current.args and isinstance(current.args[0], BaseException):
+            following = current.args[0]
+        current = following
+    if found is None:
+        return type(exc).__name__
+    if isinstance(found, OSError) and found.strerror:
+        return found.strerror
+    return str(found) or type(found).__name__
+
+
+__all__ = [
+    "NETWORK_ERRORS",
+    "DeadlinePassed",
+    "NetworkErrors",
+    "closed_error",
+    "excerpt",
+    "is_network_error",
+    "network_error",
+    "redirect_error",
+    "resume_error",
+    "root_cause",
+    "status_error",
+]

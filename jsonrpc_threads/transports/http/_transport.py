@@ -1,0 +1,471 @@
+"""HttpTransport: the transport contract (:mod:`..base`) over MCP Streamable HTTP.
+
+Where each message runs:
+
+- a POST carrying requests (``send`` with ids) runs on the pool
+  (``jsonrpc-http[<label>]-N``), bounded by the requests' deadline; ``send``
+  returns at once and failures reach ``sink.requests_failed`` for those ids;
+- a blocking call (``drive_call``) runs its POST on the caller's thread, every
+  socket read bounded by its deadline: no hand-off to a pool thread and back;
+- a POST without requests (a notification, our answer to a server request)
+  runs on the caller's thread, and ``send`` returns once the server accepted
+  it, so ``notifications/initialized`` is on the server before the first
+  request that follows it; never past the send's deadline.
+
+Hooks.  Python cannot interrupt a thread, and ``auth`` (any
+``requests.auth.AuthBase``: OAuth may refresh a token, or ask the user in a
+browser) and ``header_provider`` are user code that may block.  So a
+transport that has them never runs an exchange on a thread that must be free
+by a deadline: ``drive_call`` declines (the call's POST runs on the pool and
+the caller waits with its deadline), and a POST without requests runs on a
+sender thread while the caller waits with its deadline (:mod:`._hooks`).  A
+hook still blocks the thread it runs on, but once it returns, an exchange
+that nobody waits for any more is not sent.  The price is the pool hop:
+measured against the benchmarks' echo server on loopback, a blocking call
+with a trivial ``AuthBase`` takes about 655 us, against 525-545 us on the
+caller's thread.  ``requests``' own basic credentials (``HTTPBasicAuth``, a
+``.netrc`` entry) are not hooks: they only set a header, and keep the fast path.
+
+Abandonment.  When the client settles requests itself (timeout,
+``Future.cancel()``) it calls :meth:`HttpTransport.abandon`; once every
+request an exchange carries is abandoned, the exchange stops: its socket is
+shut down, so the read ends at once and the pool thread is free for the next
+request, and it is never resumed (:mod:`._exchange`).
+
+Thread-safety: every method may be called from any number of threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, List, Mapping, Optional, Sequence, Union
+from urllib.parse import urlsplit
+
+import requests.auth
+
+from ..._workers import PoolClosed, WorkerPool
+from ...errors import RequestId, RequestTimeout, TransportClosed
+from ..base import MessageSink
+from ._endpoint import Endpoint, HeaderProvider
+from ._errors import DeadlinePassed, closed_error
+from ._exchange import Exchange, Inflight
+from ._hooks import HookSenders
+from ._listen import ListenStream
+from ._post import Poster
+from ._redact import url_label
+from ._session import delete_session
+from ._sink import SinkCalls
+from ._wire import (
+    CLOSE_JOIN_GRACE_S,
+    CLOSE_WAIT_S,
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_RESUMPTIONS,
+    DEFAULT_MAX_WORKERS,
+    DEFAULT_READ_TIMEOUT_S,
+    HOOK_SEND_WORKERS,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class HttpTransport:
+    """MCP Streamable HTTP: one POST per message, JSON or SSE answers, sessions.
+
+    Thread-safe: :meth:`send`, :meth:`drive_call` and :meth:`abandon` may be
+    called from many threads at once; :meth:`close`, :meth:`reset_session`
+    and :meth:`open_listen_stream` from any thread.  Received messages are
+    delivered to the sink from the pool's threads (``jsonrpc-http[<label>]-N``),
+    the listen thread (``jsonrpc-http-listen[<label>]``), or the thread that
+    runs the exchange (a blocking call's, a notification's).
+
+    Deadlines: a blocking call returns by its deadline whatever the server
+    does (and whatever ``auth`` and ``header_provider`` do: see the module
+    docstring), and so does :meth:`send` without request ids.  A request
+    that times out or is cancelled frees the thread that carried it at once.
+
+    Proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), the
+    CA bundle variables (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``, when
+    ``verify`` is True) and ``~/.netrc`` credentials (when ``auth`` is None)
+    are taken from the environment as ``requests`` takes them, but once, when
+    the transport is made: a later change applies to transports made after it.
+
+    Args:
+        url: the server's MCP endpoint (``http://`` or ``https://``).
+        headers: headers sent with every request.
+        auth: a ``requests.auth.AuthBase`` applied to every request (e.g.
+            ``jsonrpc_threads.auth.OAuth``).
+        header_provider: called before every request for more headers (fresh
+            tokens); what it returns wins over ``headers``.
+        connect_timeout: seconds to wait for a connection.
+        read_timeout: seconds one socket read may wait for data.  A silent SSE
+            stream past it is treated as broken (and resumed when it can be).
+        max_workers: threads carrying requests; more requests queue.  As many
+            blocking calls again run their exchange on their own threads.
+        max_message_bytes: the largest JSON body or SSE event accepted.
+        max_resumptions: GETs, in all, one request's broken SSE stream may
+            make to resume; also the failed GETs in a row after which the
+            listen stream is given up.
+        verify: TLS verification, as in ``requests`` (a bool or a CA bundle path).
+
+    Raises:
+        ValueError: for a URL that is not ``http(s)://host...`` or bad limits.
+
+    Attributes:
+        url: the endpoint.
+        label: the URL without credentials or query, used in logs and thread names.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Optional[Mapping[str, str]] = None,
+        auth: Optional[requests.auth.AuthBase] = None,
+        header_provider: Optional[HeaderProvider] = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_resumptions: int = DEFAULT_MAX_RESUMPTIONS,
+        verify: Union[bool, str] = True,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url_label(url)!r}")
+        if max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        if max_message_bytes <= 0:
+            raise ValueError("max_message_bytes must be positive")
+        if max_resumptions < 0:
+            raise ValueError("max_resumptions must be >= 0")
+        if not connect_timeout > 0 or not read_timeout > 0:
+            raise ValueError("connect_timeout and read_timeout must be positive")
+        self.url = url
+        self.label = url_label(url)
+        self.max_message_bytes = max_message_bytes
+        self.max_resumptions = max_resumptions
+        self._read_timeout = read_timeout
+        self._closing = threading.Event()
+        self._close_done = threading.Event()
+        self._endpoint = Endpoint(
+            url,
+            self.label,
+            headers=headers or {},
+            auth=auth,
+            header_provider=header_provider,
+            timeouts=(connect_timeout, read_timeout),
+            verify=verify,
+            # Connections for the pool, as many direct callers, and the hook senders.
+            pool_maxsize=2 * max_workers + HOOK_SEND_WORKERS + 4,
+            closing=self._closing,
+        )
+        self._sink = SinkCalls(self.label, self._closing)
+        self._poster = Poster(
+            self._endpoint,
+            self._sink,
+            max_message_bytes=max_message_bytes,
+            max_resumptions=max_resumptions,
+            closing=self._closing,
+        )
+        self._inflight = Inflight()
+        self._pool = WorkerPool(max_workers, f"jsonrpc-http[{self.label}]")
+        # Only with hooks that may block: where messages without requests are sent.
+        self._hooks: Optional[HookSenders] = (
+            HookSenders(self.label, self._poster, self._endpoint, HOOK_SEND_WORKERS)
+            if self._endpoint.runs_user_code
+            else None
+        )
+        self._direct = _DirectCallers(max_workers)
+        # _lock guards _closed, _listen and _stopped_listens.
+        self._lock = threading.Lock()
+        self._closed = False
+        self._listen: Optional[ListenStream] = None
+        self._stopped_listens: List[ListenStream] = []  # stopped, maybe not ended yet
+
+    # -- Transport ------------------------------------------------------------------------
+
+    def start(self, sink: MessageSink) -> None:
+        """Remember the sink.  No connection is made until the first :meth:`send`.
+
+        Raises:
+            TransportClosed: when the transport was closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise closed_error()
+            self._sink.sink = sink
+
+    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
+        """POST one encoded message (or batch).
+
+        With ``request_ids``, the POST runs on the pool and this returns at
+        once; ``deadline`` is the requests' own (past it the exchange ends,
+        and reports nothing: the client times them out); failures reach
+        ``sink.requests_failed`` for those ids.  Without (a notification or a
+        response), the POST runs here (on the hook senders' pool when hooks
+        may block) and this returns once the server accepted it, never past
+        ``deadline``.
+
+        Raises:
+            TransportClosed: when the transport is closed (or not started).
+            RequestTimeout: (no ids) the server did not accept it by ``deadline``
+                (it may still arrive: the POST was under way).
+            SessionExpired: (no ids) 404 to a message that carried a session id.
+            HttpConnectionError: (no ids) the connection failed or timed out.
+            HttpError: (no ids) any other non-2xx answer, a redirect, or an
+                answer with an unexpected content type.
+            JsonRpcError: (no ids) the JSON-RPC error the server answered with.
+            MessageTooLarge: (no ids) an answer above ``max_message_bytes``.
+        """
+        if self._closed or self._sink.sink is None:
+            raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+        if request_ids:
+            exchange = Exchange(request_ids, deadline, self._read_timeout)
+            self._inflight.add(exchange)
+            try:
+                self._pool.submit(self._carry_on_pool, exchange, data)
+            except PoolClosed:
+                self._inflight.remove(exchange)
+                raise closed_error() from None
+            return
+        started = time.monotonic()
+        exchange = Exchange((), deadline, self._read_timeout)
+        try:
+            if self._hooks is None:
+                self._poster.post(exchange, data)
+            else:
+                self._hooks.post(exchange, data)
+        except DeadlinePassed:
+            raise _send_timeout(self.label, deadline, started) from None
+
+    def drive_call(
+        self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
+    ) -> bool:
+        """The :class:`~..base.DrivesCalls` capability: run a call's POST on the calling thread.
+
+        Everything received is delivered to the sink as the pool would deliver
+        it (server requests and progress while the answer streams in);
+        failures go to ``sink.requests_failed``.  The connection attempt,
+        every socket read (each also bounded by ``read_timeout``) and every
+        wait before resuming a stream end by ``deadline``, and the exchange is
+        then abandoned without reporting anything (the client times the call
+        out): the caller is free at its deadline.  :meth:`close` interrupts it.
+
+        Returns:
+            True once the exchange is over; False, having sent nothing, when
+            it cannot run here: the transport has hooks that may block (see
+            the module docstring), as many callers as ``max_workers`` are
+            exchanging directly already, or the deadline has passed.
+
+        Raises:
+            TransportClosed: when the transport is closed (or not started);
+                nothing was sent.
+        """
+        if self._hooks is not None or (deadline is not None and deadline <= time.monotonic()):
+            return False
+        if self._closed or self._sink.sink is None:
+            raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+        if not self._direct.enter():
+            return False
+        exchange = Exchange((request_id,), deadline, self._read_timeout)
+        self._inflight.add(exchange)
+        try:
+            self._poster.carry(exchange, data)
+        finally:
+            self._inflight.remove(exchange)
+            self._direct.leave()
+        return True
+
+    def abandon(self, request_ids: Sequence[RequestId]) -> None:
+        """The :class:`~..base.AbandonsRequests` capability: the client settled these requests.
+
+        An exchange all of whose unanswered requests are abandoned stops at
+        once: its socket is shut down (freeing the thread that read it) and it
+        is never resumed.  Returns at once; never blocks.
+        """
+        self._inflight.abandon(request_ids)
+
+    def close(self) -> None:
+        """End the session (DELETE), stop every thread and connection, tell the sink.
+
+        Idempotent and thread-safe; bounded in time (``DELETE_TIMEOUT_S`` for
+        the DELETE, ``CLOSE_JOIN_GRACE_S`` for the threads, whose reads are
+        interrupted).  A second caller waits for the first (bounded).
+        ``sink.transport_closed`` is called once.
+        """
+        with self._lock:
+            first = not self._closed
+            self._closed = True
+            listens = self._stopped_listens
+            if self._listen is not None:
+                listens.append(self._listen)
+            self._listen = None
+            self._stopped_listens = []
+        if not first:
+            if not self._pool.in_worker():
+                self._close_done.wait(CLOSE_WAIT_S)
+            return
+        self._closing.set()
+        try:
+            for listen in listens:
+                listen.stop()
+            session_id = self._endpoint.session.end()
+            if session_id is not None:
+                if self._hooks is None:
+                    delete_session(self._endpoint, session_id)
+                else:
+                    self._hooks.delete_session(session_id)
+            self._inflight.stop_all()
+            self._endpoint.shutdown_all()  # ends every read in progress
+            self._pool.shutdown(CLOSE_JOIN_GRACE_S)
+            deadline = time.monotonic() + CLOSE_JOIN_GRACE_S
+            if self._hooks is not None:
+                self._hooks.shutdown(CLOSE_JOIN_GRACE_S)
+            self._direct.wait_idle(deadline)
+            for listen in listens:
+                listen.join(max(0.0, deadline - time.monotonic()))
+            self._endpoint.close()
+        finally:
+            self._sink.closed()
+            self._close_done.set()
+
+    # -- SessionTransport --------------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> Optional[str]:
+        """When set, sent as ``MCP-Protocol-Version`` on every request (the MCP layer sets it after ``initialize``)."""
+        return self._endpoint.session.protocol_version
+
+    @protocol_version.setter
+    def protocol_version(self, value: Optional[str]) -> None:
+        self._endpoint.session.protocol_version = value
+
+    @property
+    def session_id(self) -> Optional[str]:
+        """The ``Mcp-Session-Id`` the server assigned, or ``None``."""
+        return self._endpoint.session.session_id
+
+    @property
+    def listening(self) -> bool:
+        """True while the GET stream opened by :meth:`open_listen_stream` is running."""
+        listen = self._listen
+        return listen is not None and listen.alive
+
+    def reset_session(self) -> None:
+        """Forget the session id (and stop the listen stream), to start a new session.
+
+        The next request goes out without ``Mcp-Session-Id``; the MCP layer
+        sends ``initialize`` again.  No DELETE is sent: the old session is
+        usually gone already.
+        """
+        self._endpoint.session.reset()
+        with self._lock:
+            listen = self._listen
+            self._listen = None
+            if listen is not None:
+                self._stopped_listens = [s for s in self._stopped_listens if s.alive]
+                self._stopped_listens.append(listen)
+        if listen is not None:
+            listen.stop()
+
+    def open_listen_stream(self, *, wait: Optional[float] = None) -> None:
+        """Open the GET stream on which the server may send requests and notifications.
+
+        Runs in its own daemon thread; messages go to the sink (see
+        :mod:`._listen` for how it reconnects).  A server without one (405) is
+        fine: the thread ends, logged at debug level.  Does nothing while a
+        listen stream is running; :meth:`close` and :meth:`reset_session` stop it.
+
+        Args:
+            wait: seconds to wait for the server's answer to the first GET (the
+                stream open, or refused), so that what the server sends there
+                right after is not lost; ``None`` returns at once.
+
+        Raises:
+            TransportClosed: when the transport is closed or not started.
+        """
+        with self._lock:
+            if self._closed or self._sink.sink is None:
+                raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+            listen = self._listen
+            if listen is None or not listen.alive:
+                listen = self._listen = ListenStream(
+                    self._endpoint,
+                    self._sink,
+                    max_message_bytes=self.max_message_bytes,
+                    max_failures=self.max_resumptions,
+                    read_timeout=self._read_timeout,
+                )
+                listen.start()
+        if wait is not None:
+            listen.answered.wait(wait)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<HttpTransport {self.label} {state}>"
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _carry_on_pool(self, exchange: Exchange, data: bytes) -> None:
+        try:
+            if not (exchange.stopped or exchange.past_deadline()):  # else nobody waits for it any more
+                self._poster.carry(exchange, data)
+        finally:
+            self._inflight.remove(exchange)
+
+
+def _send_timeout(label: str, deadline: Optional[float], started: float) -> RequestTimeout:
+    """What ``send`` without ids raises when its deadline passed first."""
+    seconds = None if deadline is None else round(max(0.0, deadline - started), 3)
+    error = RequestTimeout("POST", None, seconds)
+    error.message = f"{label}: the server did not accept the message within {seconds}s"
+    return error
+
+
+class _DirectCallers:
+    """Callers running their call's exchange on their own thread (``drive_call``): how many, at most.
+
+    Args:
+        limit: the most at once (more callers use the pool).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        # _lock guards _count; _idle is notified when it drops to 0.
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._count = 0
+        self._local = threading.local()  # .active: this thread is inside drive_call
+
+    def enter(self) -> bool:
+        """Count the calling thread in; False when full (or it is in already)."""
+        local = self._local
+        with self._lock:
+            if self._count >= self._limit or getattr(local, "active", False):
+                return False
+            self._count += 1
+        local.active = True
+        return True
+
+    def leave(self) -> None:
+        self._local.active = False
+        with self._lock:
+            self._count -= 1
+            if not self._count:
+                self._idle.notify_all()
+
+    def wait_idle(self, deadline: float) -> None:
+        """Wait (until ``deadline``) for the other direct callers, their reads interrupted."""
+        mine = 1 if getattr(self._local, "active", False) else 0
+        with self._lock:
+            while self._count > mine:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._idle.wait(left)
+
+
+__all__ = ["HttpTransport"]
