@@ -576,7 +576,7 @@ class JsonRpcClient(Closing):
                     if timer is not None:
                         timer.cancel()
         timeouts = [entry.timeout for _, entry in tracked]
-        latest = None if None in timeouts else max(cast(List[float], timeouts))
+        latest = None if None in timeouts else max(t for t in timeouts if t is not None)
         self._send_requests(data, [request_id for request_id, _ in tracked], deadline_after(latest))
 
 

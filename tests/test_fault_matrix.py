@@ -845,9 +845,9 @@ carry on. A peer that only misbehaves (garbage, wrong or duplicate ids, oversize
 messages, HTTP errors) costs the one call; a stdio peer that is gone ends its client,
 since a new process is needed; an HTTP server that is gone fails each call with
 `HttpConnectionError` until it is back. A call to a stalled HTTP server ends at the
-call's timeout (a blocking `call()` reads on its own thread and stops there too), but
-the pool thread reading the answer of a `request()` future waits up to `read_timeout`
-(300 s by default) or `close()`: lower `read_timeout` for servers you do not trust.
+call's timeout (a blocking `call()` reads on its own thread and stops there too), and a
+`request()` future that times out or is cancelled frees the pool thread that was
+reading its answer at once.
 Rows marked *known gap* are bugs the matrix documents (strict xfail) until fixed."""
 
 

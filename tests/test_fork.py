@@ -122,3 +122,30 @@ def test_a_client_made_in_the_forked_process_works_there() -> None:
     )
     assert "child: ['own'] RequestTimeout" in lines
     assert "parent: ['mine']" in lines
+
+
+def test_an_http_client_in_a_forked_process_is_refused_and_leaves_the_connection_alone() -> None:
+    lines = run(
+        """
+        from jsonrpc_threads import HttpTransport
+        from jsonrpc_threads.examples.http_server import ExampleHttpServer
+        with ExampleHttpServer() as server:
+            client = JsonRpcClient(HttpTransport(server.url))
+            print("parent:", client.call("add", {"a": 1, "b": 2}))  # a keep-alive connection now exists
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    client.call("add", {"a": 1, "b": 1}, timeout=10)
+                    print("child: the call went through")
+                except TransportClosed as exc:
+                    print("child: refused", "fork" in str(exc))
+                client.close()
+                os._exit(0)
+            os.waitpid(pid, 0)
+            print("parent again:", client.call("add", {"a": 2, "b": 2}))  # the same connection still works
+            client.close()
+        """
+    )
+    assert "parent: 3" in lines
+    assert "child: refused True" in lines
+    assert "parent again: 4" in lines

@@ -20,7 +20,21 @@ from __future__ import annotations
 from ._events import FramingError, Oversized
 from .content_length import ContentLengthDecoder, encode_content_length
 from .lines import LineDecoder, encode_line
-from .sse import SseDecoder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .sse import SseDecoder
+
+
+def __getattr__(name: str) -> Any:
+    """``SseDecoder`` on first use: it loads sseclient-py (the HTTP stack's), which stdio never needs."""
+    if name == "SseDecoder":
+        from .sse import SseDecoder  # noqa: PLC0415
+
+        return SseDecoder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ContentLengthDecoder",

@@ -111,6 +111,19 @@ class Connections:
         for sock in sockets:
             shutdown_socket(sock)
 
+    def release_in_fork(self) -> None:
+        """In a forked process: close this process's copies of the sockets; no shutdown, no lock.
+
+        ``shutdown()`` would end the connection for the parent too; ``close()``
+        of one copy of a socket does not (the parent's copy keeps it open).
+        """
+        self._closed = True
+        for sock in list(self._sockets):
+            try:
+                sock.close()
+            except OSError:
+                pass
+
     def close_all(self) -> None:
         """Close every recorded socket still open (once the threads that used them are done).
 

@@ -288,6 +288,16 @@ class HttpTransport:
         """
         self._inflight.abandon(request_ids)
 
+    def release_in_fork(self) -> None:
+        """In a process forked after the transport was made: close this process's copies of its sockets.
+
+        (:class:`~jsonrpc_threads.transports.base.SurvivesFork`.)  No DELETE
+        (the session is the parent's), no socket shutdown (it would cut the
+        parent's connections), no lock taken.
+        """
+        self._closed = True
+        self._endpoint.connections.release_in_fork()
+
     def close(self) -> None:
         """End the session (DELETE), stop every thread and connection, tell the sink.
 
