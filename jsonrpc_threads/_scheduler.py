@@ -24,7 +24,6 @@ Thread-safety: every method may be called from any thread.
 from __future__ import annotations
 
 import heapq
-import itertools
 import os
 import threading
 import time
@@ -40,18 +39,33 @@ logger = get_logger(__name__)
 _COMPACT_MIN_CANCELLED = 1024
 
 
+class _Arguments(tuple):  # type: ignore[type-arg]
+    """The arguments of a callback given more than one (one is kept as it is: no tuple per timer)."""
+
+    __slots__ = ()
+
+
+_NO_ARGUMENT = _Arguments()
+
+
 class TimerHandle:
-    """A scheduled callback.  :meth:`cancel` withdraws it if it has not run yet."""
+    """A scheduled callback.  :meth:`cancel` withdraws it if it has not run yet.
 
-    __slots__ = ("_args", "_callback", "_scheduler", "deadline")
+    Kept small (100,000 may be pending): the one argument most callbacks take is
+    kept as it is, and the heap holds ``(deadline, handle)`` pairs whose ties are
+    broken by the handles themselves.
+    """
 
-    def __init__(
-        self, scheduler: Scheduler, deadline: float, callback: Callable[..., Any], args: Tuple[Any, ...]
-    ) -> None:
+    __slots__ = ("_argument", "_callback", "_scheduler", "deadline")
+
+    def __init__(self, scheduler: Scheduler, deadline: float, callback: Callable[..., Any], argument: Any) -> None:
         self._scheduler: Optional[Scheduler] = scheduler
         self.deadline = deadline
         self._callback: Optional[Callable[..., Any]] = callback
-        self._args = args
+        self._argument = argument  # one argument, or _Arguments for none or several
+
+    def __lt__(self, other: TimerHandle) -> bool:
+        return id(self) < id(other)  # equal deadlines: any stable order will do
 
     def cancel(self) -> bool:
         """Withdraw the callback.  Returns False when it already ran or was cancelled."""
@@ -66,7 +80,7 @@ class TimerHandle:
         return self._scheduler is not None
 
 
-_Entry = Tuple[float, int, TimerHandle]
+_Entry = Tuple[float, TimerHandle]
 
 
 class Scheduler:
@@ -81,7 +95,6 @@ class Scheduler:
         self._cond = threading.Condition(self._lock)
         self._heap: List[_Entry] = []
         self._cancelled = 0
-        self._seq = itertools.count()
         self._thread: Optional[threading.Thread] = None
         self._stopped = False
 
@@ -111,15 +124,15 @@ class Scheduler:
         return self._schedule(deadline, callback, args)
 
     def _schedule(self, deadline: float, callback: Callable[..., Any], args: Tuple[Any, ...]) -> TimerHandle:
-        handle = TimerHandle(self, deadline, callback, args)
+        handle = TimerHandle(self, deadline, callback, args[0] if len(args) == 1 else _Arguments(args))
         with self._lock:
             if self._stopped:
                 raise RuntimeError("scheduler is stopped")
             heap = self._heap
-            heapq.heappush(heap, (deadline, next(self._seq), handle))
+            heapq.heappush(heap, (deadline, handle))
             if self._thread is None:
                 self._start_thread()
-            elif heap[0][2] is handle:
+            elif heap[0][1] is handle:
                 # The new deadline is the earliest: wake the thread to re-arm.
                 self._cond.notify()
         return handle
@@ -133,7 +146,7 @@ class Scheduler:
         """Drop every timer and end the thread (bounded by ``timeout``).  Idempotent."""
         with self._cond:
             self._stopped = True
-            for _, _, handle in self._heap:
+            for _, handle in self._heap:
                 handle._scheduler = None
             self._heap.clear()
             self._cancelled = 0
@@ -153,10 +166,10 @@ class Scheduler:
                 return False
             handle._scheduler = None
             handle._callback = None
-            handle._args = ()
+            handle._argument = _NO_ARGUMENT
             self._cancelled += 1
             if self._cancelled > _COMPACT_MIN_CANCELLED and self._cancelled * 2 > len(self._heap):
-                self._heap = [entry for entry in self._heap if entry[2]._scheduler is not None]
+                self._heap = [entry for entry in self._heap if entry[1]._scheduler is not None]
                 heapq.heapify(self._heap)
                 self._cancelled = 0
         return True
@@ -180,7 +193,7 @@ class Scheduler:
                         continue
                     now = time.monotonic()
                     while heap and heap[0][0] <= now:
-                        handle = heapq.heappop(heap)[2]
+                        handle = heapq.heappop(heap)[1]
                         if handle._scheduler is None:
                             self._cancelled -= 1
                         else:
@@ -189,16 +202,19 @@ class Scheduler:
                     if not due and heap:
                         cond.wait(min(heap[0][0] - now, MAX_WAIT_SLICE_S))
             for handle in due:
-                callback, args = handle._callback, handle._args
+                callback, argument = handle._callback, handle._argument
                 handle._callback = None
-                handle._args = ()
+                handle._argument = _NO_ARGUMENT
                 if callback is None:
                     continue
                 try:
-                    callback(*args)
+                    if type(argument) is _Arguments:
+                        callback(*argument)
+                    else:
+                        callback(argument)
                 except BaseException:  # nothing a callback does may end the timer thread
                     logger.exception("timer callback %r failed", callback)
-                del callback, args
+                del callback, argument
 
 
 _default: Optional[Scheduler] = None

@@ -146,6 +146,7 @@ class JsonRpcClient(Closing):
         self._close_started = False
         self._close_done = threading.Event()
         self._made_in = _fork.generation  # a fork of this process may not use this client
+        self._on_deadline = self._expire  # one bound method for every timer (not one per request)
         try:
             transport.start(self)
         except BaseException:
@@ -202,7 +203,7 @@ class JsonRpcClient(Closing):
         entry = Pending(future, method, resolved, self._lane.in_lane())
         self._table.add(request_id, entry)
         if resolved is not None:
-            entry.timer = self._scheduler.call_later(resolved, self._expire, request_id)
+            entry.timer = self._scheduler.call_later(resolved, self._on_deadline, request_id)
             if request_id not in self._table:  # settled already: drop the timer at once
                 timer, entry.timer = entry.timer, None
                 if timer is not None:
@@ -570,7 +571,7 @@ class JsonRpcClient(Closing):
             raise
         for request_id, entry in tracked:
             if entry.timeout is not None:
-                entry.timer = self._scheduler.call_later(entry.timeout, self._expire, request_id)
+                entry.timer = self._scheduler.call_later(entry.timeout, self._on_deadline, request_id)
                 if request_id not in self._table:
                     timer, entry.timer = entry.timer, None
                     if timer is not None:
