@@ -84,6 +84,12 @@ def _future_fields_are_known() -> bool:
 _LAZY_CONDITION = _future_fields_are_known()
 _PENDING_STATE = Future()._state
 _CANCELLED_STATE = "CANCELLED"
+_FINISHED_STATE = "FINISHED"
+_CANCELLED_STATES = ("CANCELLED", "CANCELLED_AND_NOTIFIED")
+#: Who moved a future out of PENDING (the key of the claim in its instance dict).
+_CLAIM = "_claimed_by"
+_BY_SETTLE = "settle"
+_BY_CANCEL = "cancel"
 
 
 class RequestFuture(Future):  # type: ignore[type-arg]
@@ -123,6 +129,8 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         Done-callbacks run on the calling thread, as ``Future.cancel()`` runs
         them.  A repeated or concurrent cancel returns True and does nothing more.
         """
+        if self.__dict__.setdefault(_CLAIM, _BY_CANCEL) is not _BY_CANCEL:
+            return False  # the library settles it (or did): too late to cancel
         if not Future.cancel(self):
             return False
         with self._condition:  # re-entrant: set_running_or_notify_cancel takes it too
@@ -133,6 +141,69 @@ class RequestFuture(Future):  # type: ignore[type-arg]
             self.set_running_or_notify_cancel()
         self._client._withdraw(self.request_id, reason)
         return True
+
+    # -- settling without a Condition ------------------------------------------------
+    #
+    # Most futures settle before anybody waits on them.  A waiter (result(),
+    # wait(), a done-callback) makes the Condition before it looks at the state,
+    # and the settler sets the state before it looks for a Condition: so a
+    # settler that finds none knows nobody can be waiting, and one that finds
+    # one notifies under it, exactly as Future does.  Which transition happens
+    # (this, or cancel()) is decided by one atomic dict.setdefault on the claim.
+
+    def set_result(self, result: Any) -> None:
+        """As :meth:`concurrent.futures.Future.set_result` (no Condition made when nobody waits)."""
+        if self.__dict__.setdefault(_CLAIM, _BY_SETTLE) is not _BY_SETTLE or self._state != _PENDING_STATE:
+            raise _invalid_state(self)
+        self._result = result
+        self._state = _FINISHED_STATE
+        self._after_settling(True)
+
+    def set_exception(self, exception: Optional[BaseException]) -> None:
+        """As :meth:`concurrent.futures.Future.set_exception` (no Condition made when nobody waits)."""
+        if self.__dict__.setdefault(_CLAIM, _BY_SETTLE) is not _BY_SETTLE or self._state != _PENDING_STATE:
+            raise _invalid_state(self)
+        self._exception = exception
+        self._state = _FINISHED_STATE
+        self._after_settling(False)
+
+    def _after_settling(self, with_result: bool) -> None:
+        state = self.__dict__
+        condition = state.get("_condition")
+        if condition is not None:  # somebody may wait: wake them, as Future does
+            with condition:
+                for waiter in state.get("_waiters", ()):
+                    if with_result:
+                        waiter.add_result(self)
+                    else:
+                        waiter.add_exception(self)
+                condition.notify_all()
+        if state.get("_done_callbacks"):
+            self._invoke_callbacks()  # type: ignore[attr-defined]
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """As :meth:`concurrent.futures.Future.result`.
+
+        A ``timeout`` here bounds this wait only; the request stays pending
+        until its own deadline (``request(..., timeout=...)``) or ``cancel()``.
+        """
+        if self._state == _FINISHED_STATE:  # settled: no Condition needed to read it
+            error = self._exception
+            if error is None:
+                return self._result
+            try:
+                raise error
+            finally:
+                del error
+        with waiting_for_answer():
+            return super().result(timeout)
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        """As :meth:`concurrent.futures.Future.exception` (the same note on ``timeout``)."""
+        if self._state == _FINISHED_STATE:
+            return self._exception
+        with waiting_for_answer():
+            return super().exception(timeout)
 
     def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
         """As :meth:`concurrent.futures.Future.add_done_callback`, but never on a library thread.
@@ -151,19 +222,11 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
         super().add_done_callback(run)
 
-    def result(self, timeout: Optional[float] = None) -> Any:
-        """As :meth:`concurrent.futures.Future.result`.
 
-        A ``timeout`` here bounds this wait only; the request stays pending
-        until its own deadline (``request(..., timeout=...)``) or ``cancel()``.
-        """
-        with waiting_for_answer():
-            return super().result(timeout)
+def _invalid_state(future: Future[Any]) -> Exception:
+    from concurrent.futures import InvalidStateError  # noqa: PLC0415 - loaded with Future
 
-    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
-        """As :meth:`concurrent.futures.Future.exception` (the same note on ``timeout``)."""
-        with waiting_for_answer():
-            return super().exception(timeout)
+    return InvalidStateError(f"{future._state}: {future!r}")
 
 
 __all__ = ["RequestFuture"]

@@ -212,3 +212,39 @@ def test_calls_settle_once_over_a_real_child(ledger: Ledger) -> None:
                 rng.choice(futures).cancel()
         ledger.futures = futures
     check(ledger, seed)
+
+
+@pytest.mark.timeout(300)
+def test_waiters_of_every_kind_see_every_settle() -> None:
+    """result(), wait(), as_completed() and done-callbacks racing the settle path: no wake-up is lost."""
+    from concurrent.futures import FIRST_COMPLETED, as_completed, wait
+
+    seed = SEED + 3
+
+    def quick(peer: MemoryPeer, request: Message) -> Sequence[Tuple[float, Message]]:
+        delay = random.Random(f"{seed}:{request['id']}").choice((0.0, 0.0, 0.0005, 0.002))
+        return [(delay, response(request["id"], request["id"]))]
+
+    client = JsonRpcClient(MemoryTransport(MemoryPeer(script=quick)))
+    try:
+        for _ in range(20):
+            futures = [client.request("work", timeout=30) for _ in range(250)]
+            seen = threading.Semaphore(0)
+            for future in futures[::7]:
+                future.add_done_callback(lambda f: seen.release())
+            done_by_as_completed: List[Future[Any]] = []
+            collector = threading.Thread(
+                target=lambda: done_by_as_completed.extend(as_completed(futures, timeout=SETTLE_WAIT_S))
+            )
+            collector.start()
+            remaining = set(futures)
+            while remaining:
+                done, remaining = wait(remaining, timeout=SETTLE_WAIT_S, return_when=FIRST_COMPLETED)
+                assert done, f"seed {seed}: wait() missed a settle"
+            assert [f.result(0) for f in futures] == [f.request_id for f in futures]  # type: ignore[attr-defined]
+            collector.join(SETTLE_WAIT_S)
+            assert len(done_by_as_completed) == len(futures)
+            for _ in futures[::7]:
+                assert seen.acquire(timeout=SETTLE_WAIT_S), f"seed {seed}: a done-callback did not run"
+    finally:
+        client.close()
