@@ -202,13 +202,18 @@ class JsonRpcClient(Closing):
         future = _request_future(self, request_id)
         entry = Pending(future, method, resolved, self._lane.in_lane())
         self._table.add(request_id, entry)
-        if resolved is not None:
-            entry.timer = self._scheduler.call_later(resolved, self._on_deadline, request_id)
-            if request_id not in self._table:  # settled already: drop the timer at once
-                timer, entry.timer = entry.timer, None
-                if timer is not None:
-                    timer.cancel()
-        self._send_requests(data, (request_id,), deadline_after(resolved))
+        try:
+            if resolved is not None:
+                entry.timer = self._scheduler.call_later(resolved, self._on_deadline, request_id)
+                if request_id not in self._table:  # settled already: drop the timer at once
+                    timer, entry.timer = entry.timer, None
+                    if timer is not None:
+                        timer.cancel()
+            self._send_requests(data, (request_id,), deadline_after(resolved))
+        except BaseException as exc:  # interrupted (KeyboardInterrupt): the caller never gets the future
+            if self._table.interrupt(request_id, exc) is not None:
+                self._tell_peer(request_id, f"Interrupted: {type(exc).__name__}")
+            raise
         return future
 
     def call(self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Any:
