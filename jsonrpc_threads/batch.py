@@ -63,7 +63,7 @@ class Batch:
         client = self._client
         resolved = client._resolve_timeout(timeout)
         request_id = next(client._ids)
-        data = messages.encode(messages.request_message(request_id, method, params))
+        data = messages.encode_request(request_id, method, params)
         from ._futures import RequestFuture  # noqa: PLC0415 - concurrent.futures on first use
 
         future = RequestFuture(client, request_id, client)

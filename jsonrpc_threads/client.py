@@ -198,7 +198,7 @@ class JsonRpcClient(Closing):
             raise self._forked_error()
         resolved = self._resolve_timeout(timeout)
         request_id = next(self._ids)
-        data = messages.encode(messages.request_message(request_id, method, params))
+        data = messages.encode_request(request_id, method, params)
         future = _request_future(self, request_id)
         entry = Pending(future, method, resolved, self._lane.in_lane())
         self._table.add(request_id, entry)
@@ -237,7 +237,7 @@ class JsonRpcClient(Closing):
         resolved = self._resolve_timeout(timeout)
         deadline = deadline_after(resolved)
         request_id = next(self._ids)
-        data = messages.encode(messages.request_message(request_id, method, params))
+        data = messages.encode_request(request_id, method, params)
         waiter = CallWaiter()
         self._table.add(request_id, Pending(waiter, method, resolved, self._lane.in_lane()))
         try:

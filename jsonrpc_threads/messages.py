@@ -238,6 +238,34 @@ def encode(message: Any) -> bytes:
     return _dumps(message).encode("utf-8")
 
 
+def encode_request(request_id: RequestId, method: str, params: Params = None) -> bytes:
+    """``encode(request_message(request_id, method, params))``, built without the envelope dict.
+
+    The same bytes, the same checks and the same errors; the envelope's fixed
+    parts are written as they are and only the method and the params go
+    through the encoder (the hot path of every request).
+
+    Raises:
+        TypeError: when the id, the method or the params have the wrong type or
+            cannot be encoded.
+        ValueError: for a NaN or infinite float, or a circular structure.
+    """
+    fast = _fast_dumps
+    if fast is None or type(request_id) is not int or type(method) is not str:
+        return encode(request_message(request_id, method, params))
+    params = _normalize_params(params)
+    try:
+        if params is None:
+            return b'{"jsonrpc":"2.0","id":%d,"method":%s}' % (request_id, fast(method).encode("utf-8"))
+        return b'{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}' % (
+            request_id,
+            fast(method).encode("utf-8"),
+            fast(params).encode("utf-8"),
+        )
+    except RecursionError:  # circular, or very deep: the full encoder tells which
+        return encode(request_message(request_id, method, params))
+
+
 def decode(data: Union[bytes, str]) -> Any:
     """Decode one JSON text.
 

@@ -2,8 +2,11 @@ from __future__ import annotations
 
 import json
 from types import MappingProxyType
+from typing import Any, List
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jsonrpc_threads import messages
 from jsonrpc_threads.errors import InvalidParams, InvalidRequest, ParseError
@@ -98,3 +101,30 @@ def test_encode_refuses_nan_and_decode_insists_on_utf8() -> None:
         messages.encode({"x": float("nan")})
     with pytest.raises(ParseError):
         messages.decode('{"a": 1}'.encode("utf-16"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=2**63),
+    st.text(max_size=10),
+    st.none() | st.lists(st.integers() | st.text(max_size=5), max_size=4) | st.dictionaries(st.text(max_size=5), st.integers(), max_size=4),
+)
+def test_encode_request_is_the_envelope_encoded(request_id: int, method: str, params: Any) -> None:
+    assert messages.encode_request(request_id, method, params) == messages.encode(
+        messages.request_message(request_id, method, params)
+    )
+
+
+def test_encode_request_refuses_what_request_message_refuses() -> None:
+    with pytest.raises(ValueError):
+        messages.encode_request(1, "m", [float("nan")])
+    circular: List[Any] = []
+    circular.append(circular)
+    with pytest.raises(ValueError):
+        messages.encode_request(1, "m", circular)
+    with pytest.raises(TypeError):
+        messages.encode_request(1, "m", "not params")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        messages.encode_request(True, "m")
+    with pytest.raises(TypeError):
+        messages.encode_request(1, 5)  # type: ignore[arg-type]
