@@ -127,12 +127,14 @@ class BareLsp:
         return (time.perf_counter() - start) / n * 1e6
 
     def close(self) -> None:
+        """``shutdown``, ``exit``, then SIGTERM at once (the floor: no grace for a slow exit), reap."""
         try:
             self.call("shutdown", None)
             self.notify("exit", None)
         except (OSError, RuntimeError):
             pass
         self.stdin.close()
+        self.proc.terminate()
         try:
             self.proc.wait(ANSWER_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -48,7 +48,7 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "timer_timeout": 3.0,
         "startup_runs": 5,
         "lsp_seq": 300,
-        "lsp_cold_runs": 3,
+        "lsp_cold_runs": 2,
     },
     "quick": {
         "rounds": 3,

@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .. import _logs
 from .._logs import get_logger
+from ..client import JsonRpcClient
 
 #: Log and show messages sent by servers go here (unless ``on_log`` is given).
 server_logger = get_logger("jsonrpc_threads.lsp.server_log")
@@ -128,7 +129,7 @@ class ServerRequests:
         with self._lock:
             return copy.deepcopy(self._registrations)
 
-    def register(self, client: Any, progress_create: Callable[[Any], None]) -> None:
+    def register(self, client: JsonRpcClient, progress_create: Callable[[Any], None]) -> None:
         """Install the handlers on a :class:`~jsonrpc_threads.client.JsonRpcClient`."""
         client.on_request("workspace/configuration", self.configuration)
         client.on_request("workspace/workspaceFolders", self.workspace_folders)
