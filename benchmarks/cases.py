@@ -781,12 +781,194 @@ def _ms_row(case: str, sched: str, variant: str, role: str, samples: List[Sample
     return row
 
 
+# -- case 8: language servers ----------------------------------------------------------------
+
+LSP_DRIVER = Path(__file__).resolve().with_name("lsp_driver.py")
+#: multilspy's own virtual environment (``make bench`` makes it): it pins ``requests`` and
+#: ``jedi-language-server``, so it never goes into the development venv.
+MULTILSPY_VENV = ROOT / "build" / "bench-multilspy"
+#: The document and the name the requests ask about: this repository's own code.
+LSP_FILE = ROOT / "jsonrpc_threads" / "client.py"
+LSP_NEEDLE = "PendingTable("
+#: How long multilspy's process gets to say it is ready, or to answer a round.
+MULTILSPY_WAIT_S = 120.0
+
+
+@dataclass
+class LspSetup:
+    """The server every variant drives, and whether multilspy can drive it too."""
+
+    server: List[str]
+    name: str
+    multilspy_python: Union[Path, None]
+
+
+def lsp_setup() -> Union[LspSetup, str]:
+    """jedi-language-server from multilspy's venv (the server multilspy drives for Python), else pylsp.
+
+    Returns:
+        The setup, or why the case cannot run.
+    """
+    python = MULTILSPY_VENV / "bin" / "python"
+    jedi = MULTILSPY_VENV / "bin" / "jedi-language-server"
+    if (MULTILSPY_VENV / ".installed").exists() and python.exists() and jedi.exists():
+        return LspSetup([str(jedi)], "jedi-language-server", python)
+    if importlib.util.find_spec("pylsp") is not None:
+        return LspSetup([sys.executable, "-m", "pylsp"], "pylsp", None)
+    return "neither multilspy's venv (make bench) nor python-lsp-server (the test extras) is installed"
+
+
+def _lsp_position() -> Tuple[int, int]:
+    from jsonrpc_threads.lsp import position_from_offset  # noqa: PLC0415
+
+    text = LSP_FILE.read_text(encoding="utf-8")
+    return position_from_offset(text, text.index(LSP_NEEDLE))
+
+
+class MultilspyProcess:
+    """multilspy's SyncLanguageServer in its own venv, told over a pipe to make N calls."""
+
+    def __init__(self, setup: LspSetup, position: Tuple[int, int]) -> None:
+        from benchmarks.lsp_driver import server_env  # noqa: PLC0415
+
+        assert setup.multilspy_python is not None
+        argv = [str(setup.multilspy_python), str(LSP_DRIVER), "multilspy-serve", str(ROOT), str(LSP_FILE)]
+        argv += [str(position[0]), str(position[1]), "--", *setup.server]
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env()
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        if _readline_within(self.stdout, MULTILSPY_WAIT_S).strip() != b"ready":
+            self.close()
+            raise RuntimeError("multilspy did not start")
+
+    def run(self, method: str, n: int) -> Sample:
+        self.stdin.write(f"{method} {n}\n".encode())
+        self.stdin.flush()
+        return Sample(float(_readline_within(self.stdout, MULTILSPY_WAIT_S)))
+
+    def close(self) -> None:
+        try:
+            self.stdin.write(b"quit\n")
+            self.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(MULTILSPY_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stdout.close()
+
+
+def _lsp_cold(argv: List[str], env: Dict[str, str]) -> Tuple[float, float]:
+    """Seconds from spawn to the first answer, and to the exit (the server shut down and reaped)."""
+    spawned = time.time()
+    start = time.perf_counter()
+    completed = subprocess.run(argv, env=env, capture_output=True, timeout=STARTUP_TIMEOUT_S, check=False)
+    elapsed = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise RuntimeError(f"lsp cold start {argv[3]} failed: {completed.stderr.decode(errors='replace')[-500:]}")
+    return float(completed.stdout.split()[-1]) - spawned, elapsed
+
+
+def _site_packages(python: Path) -> str:
+    code = "import site, sys; sys.stdout.write(__import__('os').pathsep.join(site.getsitepackages()))"
+    return subprocess.run(
+        [str(python), "-c", code], capture_output=True, check=True, timeout=STARTUP_TIMEOUT_S
+    ).stdout.decode()
+
+
+def lsp_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    """Case 8: sequential hover and definition, and a cold start, against multilspy (else the bare floor)."""
+    from benchmarks.lsp_driver import CAPABILITIES_VARIABLE, SETTINGS, BareLsp, position_params  # noqa: PLC0415
+    from jsonrpc_threads.lsp import LspClient  # noqa: PLC0415
+
+    setup = lsp_setup()
+    if isinstance(setup, str):
+        return [
+            {"case": "8 LSP (skipped)", "sched": sched, "variant": setup, "role": "skipped", "unit": "", "median": None}
+        ]
+    rounds, n, runs = sizes["rounds"], sizes["lsp_seq"], sizes["lsp_cold_runs"]
+    line, character = _lsp_position()
+    label = f" ({setup.name})"
+    rows: List[Dict[str, Any]] = []
+    lsp = LspClient(setup.server, root_uri=ROOT, settings=SETTINGS, default_timeout=MULTILSPY_WAIT_S)
+    capabilities = lsp.client_capabilities
+    bare = BareLsp(setup.server, str(ROOT), capabilities)
+    multilspy = MultilspyProcess(setup, (line, character)) if setup.multilspy_python is not None else None
+    try:
+        bare.start()
+        bare_uri = bare.open(str(LSP_FILE))
+        uri = lsp.open(LSP_FILE)
+        for method in ("hover", "definition"):
+            params = position_params(bare_uri, line, character)
+            helper = getattr(lsp, method)
+            variants: Dict[str, Variant] = {
+                "bare": functools.partial(
+                    lambda m, p: Sample(bare.sequential(m, p, n)), f"textDocument/{method}", params
+                ),
+                "ours": functools.partial(lambda h: sequential(lambda: h(uri, line, character), n), helper),
+            }
+            if multilspy is not None:
+                variants["multilspy"] = functools.partial(multilspy.run, method, n)
+            results = run_interleaved(variants, rounds)
+            case = f"8 LSP {method} sequential"
+            bare_role = "floor" if multilspy is not None else "baseline"
+            rows.append(make_row(case, sched, f"bare Content-Length loop{label}", bare_role, results["bare"]))
+            if multilspy is not None:
+                rows.append(
+                    make_row(
+                        case, sched, f"multilspy SyncLanguageServer.request_{method}", "baseline", results["multilspy"]
+                    )
+                )
+            rows.append(make_row(case, sched, f"LspClient.{method}()", "subject", results["ours"]))
+    finally:
+        lsp.close()
+        bare.close()
+        if multilspy is not None:
+            multilspy.close()
+
+    env = {**_startup_env(), CAPABILITIES_VARIABLE: json.dumps(capabilities)}
+    tail = [str(ROOT), str(LSP_FILE), str(line), str(character), "--", *setup.server]
+    commands = {
+        "bare": [sys.executable, "-S", str(LSP_DRIVER), "bare-cold", *tail],
+        "ours": [sys.executable, "-S", str(LSP_DRIVER), "ours-cold", *tail],
+    }
+    envs = {"bare": env, "ours": env}
+    if setup.multilspy_python is not None:
+        commands["multilspy"] = [str(setup.multilspy_python), "-S", str(LSP_DRIVER), "multilspy-cold", *tail]
+        envs["multilspy"] = {**env, "PYTHONPATH": _site_packages(setup.multilspy_python)}
+
+    firsts: Dict[str, List[Sample]] = {variant: [] for variant in commands}
+
+    def cold(variant: str) -> Sample:
+        timings = [_lsp_cold(commands[variant], envs[variant]) for _ in range(runs)]
+        firsts[variant].append(Sample(sum(first for first, _ in timings) / runs * 1e6))
+        return Sample(sum(whole for _, whole in timings) / runs * 1e6)
+
+    results = run_interleaved({variant: functools.partial(cold, variant) for variant in commands}, rounds)
+    bare_role = "floor" if "multilspy" in commands else "baseline"
+    for case, measured, what in (
+        ("8 LSP cold start, first answer", firsts, "spawn, initialize, open, first hover answered"),
+        ("8 LSP cold start, close included", results, "the same, then shutdown, exit and the server reaped"),
+    ):
+        samples = {variant: values[-len(results[variant]) :] for variant, values in measured.items()}  # no warm-up
+        rows.append(_ms_row(case, sched, f"bare Content-Length loop: {what}{label}", bare_role, samples["bare"]))
+        if "multilspy" in commands:
+            rows.append(_ms_row(case, sched, f"multilspy SyncLanguageServer: {what}", "baseline", samples["multilspy"]))
+        rows.append(_ms_row(case, sched, f"LspClient: {what}", "subject", samples["ours"]))
+    return rows
+
+
 GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "stdio": stdio_cases,
     "sdk": sdk_cases,
     "http": http_cases,
     "timers": timer_cases,
     "startup": startup_cases,
+    "lsp": lsp_cases,
 }
 
 

@@ -47,6 +47,8 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "timers": 100_000,
         "timer_timeout": 3.0,
         "startup_runs": 5,
+        "lsp_seq": 300,
+        "lsp_cold_runs": 2,
     },
     "quick": {
         "rounds": 3,
@@ -60,10 +62,12 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "timers": 100_000,
         "timer_timeout": 2.0,
         "startup_runs": 3,
+        "lsp_seq": 60,
+        "lsp_cold_runs": 1,
     },
 }
 #: Sizes that --scale never takes below these.
-MINIMUM_SIZES = {"rounds": 1, "timers": 64, "startup_runs": 1}
+MINIMUM_SIZES = {"rounds": 1, "timers": 64, "startup_runs": 1, "lsp_cold_runs": 1}
 #: Longest a worker may run before it is stopped (and reported as failed).
 WORKER_TIMEOUT_S = {"full": 900.0, "quick": 240.0}
 
@@ -76,6 +80,7 @@ JOBS: Tuple[Tuple[str, str], ...] = (
     ("http", "os"),
     ("timers", "os"),
     ("startup", "os"),
+    ("lsp", "os"),
 )
 
 # Targets of issue 6.
@@ -93,6 +98,8 @@ TARGETS = {
     "cold_start": 1.6,
     "cold_start_mib": 20.0,
     "first_answer": 1.3,
+    # Issue 13: language servers, against multilspy's SyncLanguageServer on the same server.
+    "lsp_vs_multilspy": 1.0,
 }
 
 
@@ -198,6 +205,19 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
             elif case.startswith("7 "):
                 limit = TARGETS["cold_start"] if "cold start" in case else TARGETS["first_answer"]
                 _set(row, ratio, f"{ratio:.2f}x the bare baseline", f"<= {limit}x", ratio <= limit)
+            elif case.startswith("8 "):
+                if baseline["variant"].startswith("multilspy"):
+                    speedup = 1.0 / ratio
+                    text = f"{speedup:.2f}x faster than multilspy"
+                    if floor is not None and floor.get("median"):
+                        text += f"; {row['median'] / floor['median']:.2f}x bare"
+                    limit = TARGETS["lsp_vs_multilspy"]
+                    if "close included" in case:  # a policy, not a speed: see benchmarks/README.md
+                        _set(row, speedup, text, "", None)
+                    else:
+                        _set(row, speedup, text, f">= {limit}x faster", speedup >= limit)
+                else:
+                    _set(row, ratio, f"{ratio:.2f}x bare (multilspy not installed)", "", None)
             elif case.startswith("5 "):
                 text = f"{ratio:.2f}x requests"
                 if floor is not None and floor.get("median"):
@@ -412,7 +432,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="reduced sizes, well under a minute")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory for results.md/.json/.png")
-    parser.add_argument("--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup")
+    parser.add_argument("--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup,lsp")
     parser.add_argument("--no-pin", action="store_true", help="skip the runs pinned to one CPU")
     parser.add_argument("--no-chart", action="store_true", help="do not draw results.png")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size by this")

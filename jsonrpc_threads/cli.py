@@ -6,6 +6,8 @@ Commands::
     jsonrpc-threads call  --config mcp.json SERVER TOOL ['{"json": "arguments"}' | -] [--json] [--no-progress]
     jsonrpc-threads rpc   (--stdio "CMD ARGS" [--env NAME=VALUE] [--inherit-env] | --url URL [--header "Name: value"])
                           METHOD ['[params]' | -] [--notify]
+    jsonrpc-threads lsp   --stdio "CMD ARGS" [--root DIR] [--env NAME=VALUE] [--inherit-env]
+                          (definition | hover | references) FILE:LINE:COL | diagnostics FILE
     jsonrpc-threads --version
 
 Every command takes ``--timeout SECONDS`` (how long each request may take:
@@ -19,6 +21,12 @@ result (or the error object) as JSON.  ``rpc --stdio`` starts the server as
 :class:`~jsonrpc_threads.transports.stdio.StdioTransport` does: with an
 allowlist of the environment (``PATH``, ``HOME``, ``LANG``, ...), plus each
 ``--env NAME=VALUE``; ``--inherit-env`` passes the whole environment instead.
+``lsp`` starts a language server (framed with ``Content-Length``) on the
+workspace ``--root`` (the working directory by default), opens ``FILE`` and
+prints the answer as JSON: the server's ``definition``, ``hover`` or
+``references`` result at ``LINE:COL`` (both from 1, ``COL`` counted in
+characters, as editors and compilers show them), or the ``diagnostics`` it
+publishes for ``FILE``; then shuts the server down.
 
 On a terminal, a call that runs for more than :data:`ELAPSED_AFTER_S` seconds
 shows its elapsed time on stderr (and ``call`` a live progress bar while the
@@ -29,9 +37,10 @@ Exit codes (:data:`EXIT_CODES`):
 
 ====  =======================================================================
 0     success
-1     the tool returned ``isError: true``; ``rpc``: the answer is an error
+1     the tool returned ``isError: true``; ``rpc``, ``lsp``: the answer is an error
 2     usage error: bad arguments, arguments that are not JSON, a bad
-      configuration file or server entry (a missing ``${VAR}``)
+      configuration file or server entry (a missing ``${VAR}``), a file
+      that cannot be read or a position outside it
 3     unknown server or tool
 4     timeout (a request, or a server's start)
 5     a server could not be started or reached, or stopped (crashed)
@@ -94,6 +103,16 @@ EXIT_CODES: Dict[int, str] = {
 
 #: Default seconds for ``rpc`` requests.
 DEFAULT_RPC_TIMEOUT_S = 30.0
+#: Default seconds for each step of ``lsp``: the handshake, the query (or the wait for diagnostics).
+DEFAULT_LSP_TIMEOUT_S = 30.0
+#: The queries of ``lsp`` that take a FILE:LINE:COL, and the one that takes a FILE.
+LSP_POSITION_QUERIES = ("definition", "hover", "references")
+LSP_QUERIES = (*LSP_POSITION_QUERIES, "diagnostics")
+#: Before a position query, how long ``lsp`` waits for the file's diagnostics: a
+#: server answers from what it has analysed so far (pyright, asked at once, finds
+#: no uses in files it has not read yet), and its diagnostics for the file say it
+#: is done.  A server that publishes none costs this wait, then is asked anyway.
+LSP_ANALYSIS_WAIT_S = 10.0
 #: Characters of a description shown in the ``tools`` table.
 DESCRIPTION_CHARS = 80
 #: Width of the live progress bar.
@@ -234,6 +253,26 @@ def build_parser() -> argparse.ArgumentParser:
     rpc.add_argument("method", metavar="METHOD")
     rpc.add_argument("params", metavar="JSON", nargs="?", help="the params: a JSON object or array, or - for stdin")
     rpc.add_argument("--notify", action="store_true", help="send a notification (no answer is awaited)")
+
+    lsp = commands.add_parser(
+        "lsp", parents=[common], help="ask a language server about a file and print its answer", epilog=epilog
+    )
+    lsp.add_argument(
+        "--stdio", required=True, metavar="COMMAND", help='the language server\'s command line, e.g. "pylsp"'
+    )
+    lsp.add_argument("--root", metavar="DIR", default=".", help="the workspace root (default: the working directory)")
+    lsp.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable for the server (repeatable), beside the allowlist of this environment",
+    )
+    lsp.add_argument("--inherit-env", action="store_true", help="pass the server this whole environment (and --env)")
+    lsp.add_argument("query", choices=LSP_QUERIES, metavar="QUERY", help=f"one of: {', '.join(LSP_QUERIES)}")
+    lsp.add_argument(
+        "location", metavar="FILE[:LINE:COL]", help="FILE:LINE:COL (from 1) for a position query, FILE for diagnostics"
+    )
     return parser
 
 
@@ -491,6 +530,71 @@ def cmd_rpc(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]
     return EXIT_OK
 
 
+def _location(query: str, text: str) -> Tuple[str, Optional[Tuple[int, int]]]:
+    """FILE, and for a position query (LINE, COL) from 1, out of ``FILE[:LINE:COL]``."""
+    if query not in LSP_POSITION_QUERIES:
+        return text, None
+    path, sep, rest = text.rpartition(":")
+    path, sep2, line = path.rpartition(":")
+    if not sep or not sep2 or not path or not line.isdigit() or not rest.isdigit() or "0" in (line, rest):
+        raise _Failure(EXIT_USAGE, f"{query} needs FILE:LINE:COL (LINE and COL from 1), not {text!r}")
+    return path, (int(line), int(rest))
+
+
+def cmd_lsp(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    """``lsp``: one query to a language server; its answer as JSON on stdout."""
+    from .lsp import LspClient, offset_from_position  # noqa: PLC0415  (only lsp pays for it)
+
+    if not args.stdio.strip():
+        raise _Failure(EXIT_USAGE, "--stdio needs a command")
+    path, position = _location(args.query, args.location)
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Failure(EXIT_USAGE, f"cannot read {path}: {exc}") from None
+    offset = 0
+    if position is not None:
+        line, column = position
+        lines = text.splitlines() or [""]
+        if line > len(lines):
+            raise _Failure(EXIT_USAGE, f"{path} has {len(lines)} lines, not {line}")
+        offset = offset_from_position(text, line - 1, column - 1, "utf-32")
+    if not os.path.isdir(args.root):
+        raise _Failure(EXIT_USAGE, f"--root is not a directory: {args.root}")
+    timeout = args.timeout if args.timeout is not None else DEFAULT_LSP_TIMEOUT_S
+    what = f"{args.query} of {args.location}"
+    env = _environment(args.env)
+    with LspClient(
+        args.stdio, root_uri=args.root, default_timeout=timeout, env=env, inherit_env=args.inherit_env
+    ) as lsp:
+        display = ProgressDisplay(err, what=f"the {what}")
+        display.start()
+        try:
+            uri = lsp.open(path, text)
+            if args.query == "diagnostics":
+                result: Any = lsp.diagnostics(uri)
+            else:
+                try:
+                    lsp.diagnostics(uri, timeout=min(timeout, LSP_ANALYSIS_WAIT_S))
+                except RequestTimeout:
+                    logger.info("no diagnostics for %s within %ss: asking anyway", path, LSP_ANALYSIS_WAIT_S)
+                line, character = lsp.position_at(uri, offset)
+                ask = {"definition": lsp.definition, "hover": lsp.hover, "references": lsp.references}[args.query]
+                result = ask(uri, line, character)
+        except RequestTimeout as exc:
+            raise _Failure(EXIT_TIMEOUT, f"no {what} within {exc.timeout}s") from None
+        except (TransportClosed, HttpError):
+            raise
+        except JsonRpcError as exc:
+            out.write(json.dumps(exc.to_error_object(), indent=2, ensure_ascii=False) + "\n")
+            return EXIT_ERROR_RESULT
+        finally:
+            display.finish()
+    out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
 # -- main ---------------------------------------------------------------------------
 
 
@@ -521,6 +625,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_tools(args, out, err)
         if args.command == "call":
             return cmd_call(args, out, err, stdin)
+        if args.command == "lsp":
+            return cmd_lsp(args, out, err)
         return cmd_rpc(args, out, err, stdin)
     except _Failure as exc:
         err.write(f"{PROG}: {exc.message}\n")

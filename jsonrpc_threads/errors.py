@@ -29,6 +29,9 @@ Who said so.  An error is either the peer's answer or a local failure:
   -32000..-32099, as the official MCP SDKs do; they are never looked up from
   wire errors, so a peer that answers with the same code still produces a plain
   :class:`RemoteError`.
+- One code beyond the specification is known on the wire: -32800, the
+  ``RequestCancelled`` of the Language Server Protocol (in the range JSON-RPC
+  reserves for implementations), becomes :class:`RequestCancelled`.
 
 The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
 
@@ -45,6 +48,7 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     RemoteMethodNotFound   -32601   remote   MethodNotFound    error_from_response
     RemoteInvalidParams    -32602   remote   InvalidParams     error_from_response
     RemoteInternalError    -32603   remote   InternalError     error_from_response
+    RequestCancelled       -32800   remote                     error_from_response
     TransportClosed        -32000   local    ConnectionError   transports, client
     RequestTimeout         -32001   local    TimeoutError      client
     HttpError              -32002   local                      HTTP transport
@@ -68,7 +72,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is not imported at run time: a tool server's start-up pays for every module
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union
+    from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union
 
     #: A request id: an ``int`` or a ``str``.
     RequestId = Union[int, str]
@@ -97,6 +101,8 @@ HTTP_ERROR = -32002
 MESSAGE_TOO_LARGE = -32003
 #: The code of :class:`ConfigError`.
 CONFIG_ERROR = -32010
+#: The peer cancelled the request (the Language Server Protocol's ``RequestCancelled``).
+REQUEST_CANCELLED = -32800
 
 
 class JsonRpcError(Exception):
@@ -232,6 +238,25 @@ class RemoteInvalidParams(InvalidParams, RemoteError):
 
 class RemoteInternalError(InternalError, RemoteError):
     """The peer answered -32603 (or with an error object too malformed to read)."""
+
+
+class RequestCancelled(RemoteError):
+    """-32800: the peer answered that the request was cancelled (LSP ``RequestCancelled``).
+
+    A language server answers so when the request was withdrawn with
+    ``$/cancelRequest`` and it had not finished yet, or when it dropped the
+    request itself (a newer edit of the document made the answer moot).  A
+    request this client gave up on (timeout, ``Future.cancel()``) has already
+    failed with :class:`RequestTimeout` or ``CancelledError``: the peer's later
+    -32800 answer is dropped, so this exception means the *peer* decided.
+    Retrying is safe; the request may be answered next time (after the
+    document settled).
+
+    Built as ``RequestCancelled(message=None, data=None)``.
+    """
+
+    def __init__(self, message: Optional[str] = None, data: Any = None) -> None:
+        super().__init__(REQUEST_CANCELLED, message or "Request cancelled", data)
 
 
 # -- local failures: the client and its transports ---------------------------------------
@@ -488,6 +513,8 @@ REMOTE_ERRORS: Dict[int, Type[_StandardError]] = {
     cls.default_code: cls
     for cls in (RemoteParseError, RemoteInvalidRequest, RemoteMethodNotFound, RemoteInvalidParams, RemoteInternalError)
 }
+#: Codes beyond the specification that a peer's answer is known by -> their class.
+PROTOCOL_ERRORS: Dict[int, Callable[[Optional[str], Any], RemoteError]] = {REQUEST_CANCELLED: RequestCancelled}
 
 
 def error_from_response(error: Any) -> RemoteError:
@@ -497,8 +524,10 @@ def error_from_response(error: Any) -> RemoteError:
         error: the ``error`` member, as decoded.
 
     Returns:
-        A :class:`RemoteError`: the ``Remote*`` class of a standard code, else
-        a plain :class:`RemoteError` with the peer's code.  A malformed error
+        A :class:`RemoteError`: the ``Remote*`` class of a standard code, the
+        class of :data:`PROTOCOL_ERRORS` for a code listed there
+        (:class:`RequestCancelled`), else a plain :class:`RemoteError` with
+        the peer's code.  A malformed error
         object (not a mapping, code not an int) is a :class:`RemoteInternalError`
         with the original object in ``data``.
     """
@@ -516,6 +545,9 @@ def error_from_response(error: Any) -> RemoteError:
         remote = cls(message or cls.default_message, data)
         assert isinstance(remote, RemoteError)  # every class of REMOTE_ERRORS is one
         return remote
+    known = PROTOCOL_ERRORS.get(code)
+    if known is not None:
+        return known(message or None, data)
     return RemoteError(code, message, data)
 
 
@@ -533,7 +565,9 @@ __all__ = [
     "MESSAGE_TOO_LARGE",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "PROTOCOL_ERRORS",
     "REMOTE_ERRORS",
+    "REQUEST_CANCELLED",
     "REQUEST_TIMEOUT",
     "STANDARD_ERRORS",
     "TRANSPORT_CLOSED",
@@ -555,6 +589,7 @@ __all__ = [
     "RemoteInvalidRequest",
     "RemoteMethodNotFound",
     "RemoteParseError",
+    "RequestCancelled",
     "RequestId",
     "RequestTimeout",
     "ServerUnavailable",

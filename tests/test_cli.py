@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import select
+import shlex
 import socket
 import subprocess
 import sys
@@ -22,8 +23,10 @@ import pytest
 
 from jsonrpc_threads import __version__
 from jsonrpc_threads.cli import ELAPSED_AFTER_S, EXIT_CODES, ProgressDisplay
+from jsonrpc_threads.lsp import uri_to_path
 
 from .conftest import PEERS_DIR
+from .peers.lsp_servers import pylsp_command, pyright_command, write_project
 from .peers.registry_launch import sdk_http_peer
 
 #: Seconds one command may take (each starts Python and a server or two).
@@ -371,6 +374,63 @@ def test_no_elapsed_time_when_stderr_is_not_a_terminal(config: str) -> None:
     result = run("call", "--config", config, "example", "slow", json.dumps({"seconds": seconds}))
     assert result.code == 0, result
     assert result.err.splitlines() == ["progress: 1/1 step 1 of 1"], result
+
+
+# -- lsp --------------------------------------------------------------------------------
+
+
+def lsp_run(server: List[str], marker: str, root: Path, *args: str) -> Run:
+    """``lsp`` on a project: absolute paths, the marker in the server's environment."""
+    return run("lsp", "--stdio", shlex.join(server), "--root", str(root), "--env", f"{MARKER_VARIABLE}={marker}", *args)
+
+
+def test_lsp_definition_across_files_with_pylsp(tmp_path: Path, marker: str) -> None:
+    project = write_project(tmp_path)
+    result = lsp_run(pylsp_command(), marker, project, "definition", f"{project / 'main.py'}:3:11")
+    assert result.code == 0, result
+    [location] = json.loads(result.out)
+    assert location["uri"] == (project / "lib.py").as_uri()
+    assert location["range"]["start"] == {"line": 0, "character": 4}
+
+
+def test_lsp_hover_with_pylsp(tmp_path: Path, marker: str) -> None:
+    project = write_project(tmp_path)
+    result = lsp_run(pylsp_command(), marker, project, "hover", f"{project / 'main.py'}:3:11")
+    assert result.code == 0, result
+    assert "Say hello to someone." in json.loads(result.out)["contents"]["value"]
+
+
+def test_lsp_references_with_pyright(tmp_path: Path, marker: str) -> None:
+    project = write_project(tmp_path)
+    result = lsp_run(pyright_command(), marker, project, "references", f"{project / 'lib.py'}:1:5")
+    assert result.code == 0, result
+    found = {(uri_to_path(item["uri"]).name, item["range"]["start"]["line"]) for item in json.loads(result.out)}
+    assert {("lib.py", 0), ("lib.py", 7), ("main.py", 2)} <= found
+
+
+def test_lsp_diagnostics_with_pyright(tmp_path: Path, marker: str) -> None:
+    project = write_project(tmp_path)
+    result = lsp_run(pyright_command(), marker, project, "diagnostics", str(project / "broken.py"))
+    assert result.code == 0, result
+    diagnostics = json.loads(result.out)
+    assert any("undefined_name" in d["message"] and d["range"]["start"]["line"] == 2 for d in diagnostics), diagnostics
+
+
+def test_lsp_usage_errors_and_a_server_that_cannot_start(tmp_path: Path, marker: str) -> None:
+    project = write_project(tmp_path)
+    main = str(project / "main.py")
+    for args, code, message in (
+        (("hover", main), 2, "hover needs FILE:LINE:COL"),
+        (("hover", f"{main}:0:1"), 2, "hover needs FILE:LINE:COL"),
+        (("hover", f"{main}:99:1"), 2, "has 4 lines, not 99"),
+        (("diagnostics", str(project / "missing.py")), 2, "cannot read"),
+    ):
+        result = lsp_run(pylsp_command(), marker, project, *args)
+        assert (result.code, result.out) == (code, ""), result
+        assert message in one_line(result.err), result
+    result = lsp_run(["jsonrpc-threads-no-such-server"], marker, project, "diagnostics", main)
+    assert result.code == 5, result
+    assert one_line(result.err).startswith("jsonrpc-threads: Cannot start 'jsonrpc-threads-no-such-server'")
 
 
 def test_every_exit_code_is_documented() -> None:

@@ -30,6 +30,7 @@ from jsonrpc_threads.errors import (
     RemoteInvalidRequest,
     RemoteMethodNotFound,
     RemoteParseError,
+    RequestCancelled,
     RequestTimeout,
     ServerUnavailable,
     SessionExpired,
@@ -61,6 +62,7 @@ SAMPLES: Dict[Type[JsonRpcError], JsonRpcError] = {
     RemoteMethodNotFound: RemoteMethodNotFound("peer has no m", data={"m": 1}),
     RemoteInvalidParams: RemoteInvalidParams("peer says bad params"),
     RemoteInternalError: RemoteInternalError("peer failed", data=[1, 2]),
+    RequestCancelled: RequestCancelled("cancelled by the server", data={"why": "edit"}),
     RequestTimeout: RequestTimeout("tools/call", "id-1", 2.0),
     TransportClosed: TransportClosed("gone", returncode=-9, stderr_tail="last words"),
     MessageTooLarge: MessageTooLarge(1024, "line"),
@@ -123,6 +125,14 @@ def test_unknown_code_becomes_a_plain_remote_error_with_data() -> None:
     assert (error.code, error.message, error.data) == (-32001, "server says timeout", {"a": 1})
 
 
+def test_the_lsp_request_cancelled_code_is_its_own_remote_error() -> None:
+    error = error_from_response({"code": -32800, "message": "cancelled", "data": {"id": 3}})
+    assert type(error) is RequestCancelled and isinstance(error, RemoteError)
+    assert (error.code, error.message, error.data) == (-32800, "cancelled", {"id": 3})
+    assert error_from_response({"code": -32800}).message == "Request cancelled"
+    assert errors.PROTOCOL_ERRORS[errors.REQUEST_CANCELLED] is RequestCancelled
+
+
 @pytest.mark.parametrize("bad", [None, "text", {"message": "no code"}, {"code": True, "message": "x"}, {"code": "1"}])
 def test_malformed_error_objects_still_become_remote_errors(bad: object) -> None:
     error = error_from_response(bad)
@@ -134,7 +144,7 @@ def test_local_failures_are_not_remote_errors() -> None:
     local = {cls for cls in SAMPLES if not issubclass(cls, RemoteError)}
     assert {TransportClosed, RequestTimeout, HttpError, ConfigError, ServerUnavailable, MethodNotFound} <= local
     remote = set(SAMPLES) - local
-    assert remote == {RemoteError, *errors.REMOTE_ERRORS.values()}
+    assert remote == {RemoteError, *errors.REMOTE_ERRORS.values(), *errors.PROTOCOL_ERRORS.values()}
 
 
 def test_builtin_bases() -> None:
