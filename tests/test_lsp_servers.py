@@ -211,11 +211,6 @@ def test_a_line_framed_transport_on_pyright_says_to_use_content_length() -> None
     assert 'framing="content-length"' in caught.value.hint  # pyright answers the bad frame in its own framing
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pylsp answers a line it cannot parse with nothing at all, so no Content-Length header is ever seen "
-    "and the timeout has no hint; the fix belongs in StdioTransport.timeout_hint (see the lsp branch's report)",
-)
 def test_a_line_framed_transport_on_pylsp_hints_at_the_framing_too() -> None:
     with JsonRpcClient(StdioTransport(pylsp_command())) as client, pytest.raises(RequestTimeout) as caught:
         client.call("initialize", _INITIALIZE, timeout=MISFRAMED_TIMEOUT_S)

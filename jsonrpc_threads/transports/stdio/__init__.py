@@ -275,15 +275,22 @@ class StdioTransport(Closing):
     def timeout_hint(self) -> str:
         """What may explain a request timing out (:class:`~.base.ExplainsTimeouts`).
 
-        A line-framed stream that carried ``Content-Length:`` headers (a
-        language server: use ``framing="content-length"``), and the last line
-        the child wrote to stderr.
+        A line-framed stream that carried ``Content-Length:`` headers, or a
+        line-framed child that is running and has written nothing at all (both
+        what a language server does: use ``framing="content-length"``), and
+        the last line the child wrote to stderr.
         """
         hints = []
-        if self._child.reader.saw_content_length:
+        reader = self._child.reader
+        if reader.saw_content_length:
             hints.append(
                 "the server sent Content-Length headers: it frames messages as a language server does; "
                 'use StdioTransport(..., framing="content-length")'
+            )
+        elif self.framing == "lines" and reader.bytes_read == 0 and self.returncode is None:
+            hints.append(
+                "the server has written nothing on stdout; if it is a language server, it waits for "
+                'Content-Length headers: use StdioTransport(..., framing="content-length")'
             )
         last = self._child.stderr_tail().rstrip().rsplit("\n", 1)[-1].strip()
         if last:

@@ -120,6 +120,7 @@ class StdoutReader:
         self.sink_ref: SinkRef = _no_sink
         self._view = memoryview(bytearray(_READ_CHUNK_BYTES))
         self._undelivered: Deque[Frame] = collections.deque()  # decoded, not delivered yet
+        self.bytes_read = 0  # how much stdout has carried so far (for a timeout's hint)
         # _cond guards _owner, _watching, _park_until, _end_reason, _closing, _quiet_stop.
         self._cond = threading.Condition()
         self._owner: Optional[str] = None
@@ -364,6 +365,7 @@ class StdoutReader:
                 return False
             # Into a buffer kept for the purpose: a fresh 256 KiB object per read
             # would be mapped and unmapped by malloc every time (page faults).
+            self.bytes_read += count
             self._deliver(self._decoder.feed(view[:count].tobytes()))
             if count < len(view):
                 return True
