@@ -67,7 +67,7 @@ from ..errors import (
     UnsupportedProtocolVersion,
     error_from_mcp,
 )
-from ..transports.base import HasLegacyTransport, Transport, session_of
+from ..transports.base import HasLegacyTransport, RevisionBound, Transport, session_of
 from ..transports.config import ServerConfig, build_transport, transport_from_config
 from . import protocol, skills
 from .cache import ResultCache
@@ -202,6 +202,11 @@ class McpClient(Closing):
             transport = transport_from_config(transport_or_config)
         else:
             transport = transport_or_config
+        if mode == protocol.MODE_STATELESS and isinstance(transport, RevisionBound):
+            transport.close()
+            raise ValueError(
+                f"mode='stateless' over a transport of MCP {transport.revision}, which carries the session era only"
+            )
         self._client_info: Dict[str, Any] = dict(client_info or {"name": "jsonrpc_threads", "version": __version__})
         self._user_callbacks = (on_tools_changed, on_resources_changed, on_prompts_changed, on_resource_updated)
         self._features = ClientFeatures(
@@ -213,6 +218,7 @@ class McpClient(Closing):
             on_resources_changed=self._changed(("resources/list", "resources/templates/list"), on_resources_changed),
             on_prompts_changed=self._changed("prompts/list", on_prompts_changed),
             on_resource_updated=self._updated(on_resource_updated),
+            is_current_subscription=self._is_current_subscription,
         )
         self._mode = mode
         self._listen = listen
@@ -574,6 +580,9 @@ class McpClient(Closing):
     def _acknowledged(self, params: Any) -> None:
         self._subscriptions.acknowledged(params)
 
+    def _is_current_subscription(self, subscription_id: Any) -> bool:
+        return self._subscriptions.is_current(subscription_id)
+
     def _cancellation(self, request_id: RequestId, reason: str) -> Optional[Tuple[str, Dict[str, Any]]]:
         # Over HTTP in the stateless era, closing the answer's stream is the cancellation.
         if self._era == protocol.MODE_STATELESS and self._over_http():
@@ -589,6 +598,9 @@ class McpClient(Closing):
 
     def _negotiate(self, timeout: Timeout) -> None:
         # Called with _init_lock held.
+        if isinstance(self._rpc.transport, RevisionBound):
+            self._handshake(timeout)  # the HTTP+SSE transport of 2024-11-05 carries the session era only
+            return
         stateless_first = self._mode in (protocol.MODE_AUTO, protocol.MODE_STATELESS)
         if stateless_first and self._discover(timeout, probe=self._mode == protocol.MODE_AUTO):
             return
@@ -741,10 +753,13 @@ class McpClient(Closing):
                 raise error_from_mcp(exc) from None
         generation = self._generation
         try:
-            return self._send_once(method, params, timeout, on_progress, reset_on_progress, max_timeout)
-        except SessionExpired:
-            self._renew_session(generation, DEFAULT_TIMEOUT)
-            return self._send_once(method, params, timeout, on_progress, reset_on_progress, max_timeout)
+            try:
+                return self._send_once(method, params, timeout, on_progress, reset_on_progress, max_timeout)
+            except SessionExpired:
+                self._renew_session(generation, DEFAULT_TIMEOUT)
+                return self._send_once(method, params, timeout, on_progress, reset_on_progress, max_timeout)
+        except RemoteError as exc:  # a dual-era server uses MCP's codes in the session era too
+            raise error_from_mcp(exc) from None
 
     def _stateless_request(
         self,

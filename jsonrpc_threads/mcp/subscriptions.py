@@ -113,6 +113,11 @@ class Subscriptions:
             listen.acked.wait(wait)
         return listen.acked.is_set()
 
+    def is_current(self, subscription_id: Any) -> bool:
+        """True when ``subscription_id`` is the current subscription's (the listen request's id)."""
+        current = self._current
+        return current is not None and getattr(current.future, "request_id", None) == subscription_id
+
     def acknowledged(self, params: Any) -> None:
         """``notifications/subscriptions/acknowledged``: the server took the subscription (a handler)."""
         if not isinstance(params, dict):

@@ -222,6 +222,18 @@ class HasLegacyTransport(Protocol):
         """A new, unstarted transport to the same server over the older transport (same settings)."""
 
 
+@runtime_checkable
+class RevisionBound(Protocol):
+    """Optional: a transport that an old protocol revision defines, and that carries only that era.
+
+    The HTTP+SSE transport exists only in MCP 2024-11-05: over it the MCP
+    layer speaks the ``initialize`` handshake, never the stateless revision.
+    """
+
+    #: The revision that defines the transport (``"2024-11-05"``).
+    revision: str
+
+
 class Capabilities(NamedTuple):
     """The optional capabilities of one transport, looked up once."""
 

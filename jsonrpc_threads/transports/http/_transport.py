@@ -40,14 +40,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import requests.auth
 
 from ..._workers import PoolClosed, WorkerPool
 from ...errors import RequestId, RequestTimeout, TransportClosed
-from ..base import MessageSink
+from ..base import MessageSink, Transport
 from ._endpoint import Endpoint, HeaderProvider
 from ._errors import DeadlinePassed, check_message_headers, closed_error
 from ._exchange import Exchange, Inflight
@@ -145,6 +145,15 @@ class HttpTransport:
             raise ValueError("connect_timeout and read_timeout must be positive")
         self.url = url
         self.label = url_label(url)
+        # What a transport to the same server over the legacy transport is made with.
+        self._options: Dict[str, Any] = {
+            "headers": dict(headers or {}),
+            "auth": auth,
+            "header_provider": header_provider,
+            "connect_timeout": connect_timeout,
+            "max_workers": max_workers,
+            "verify": verify,
+        }
         self.max_message_bytes = max_message_bytes
         self.max_resumptions = max_resumptions
         self._read_timeout = read_timeout
@@ -454,6 +463,29 @@ class HttpTransport:
                 listen.start()
         if wait is not None:
             listen.answered.wait(wait)
+
+    def legacy_transport(self) -> Transport:
+        """An :class:`~jsonrpc_threads.transports.sse.SseTransport` to the same URL, with the same settings.
+
+        (:class:`~jsonrpc_threads.transports.base.HasLegacyTransport`.)  For
+        the fallback to the HTTP+SSE transport of 2024-11-05 that the MCP
+        layer makes when this transport's first POST is refused; this
+        transport is not changed (the caller closes it).
+        """
+        from ..sse import SseTransport  # noqa: PLC0415 - the legacy transport, only when needed
+
+        return SseTransport(
+            self.url,
+            headers=self._options["headers"],
+            auth=self._options["auth"],
+            header_provider=self._options["header_provider"],
+            connect_timeout=self._options["connect_timeout"],
+            read_timeout=self._read_timeout,
+            max_workers=self._options["max_workers"],
+            max_message_bytes=self.max_message_bytes,
+            max_reconnects=self.max_resumptions,
+            verify=self._options["verify"],
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
