@@ -89,7 +89,21 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         self._runner = runner
         self.task_id: Optional[str] = None
         self.status: Optional[str] = None
-        self.wake = threading.Event()
+        self.wake = threading.Event()  # set by cancel(): a poll in progress stops waiting
+        self._known = threading.Event()  # set once there is a task, or the future is done
+        self.add_done_callback(lambda _: self._known.set())
+
+    def wait_for_task(self, timeout: Optional[float] = None) -> Optional[str]:
+        """Wait until the server made a task of the call (or the call ended); its id, or ``None``.
+
+        ``None`` also when ``timeout`` passed first, or the server answered at once.
+        """
+        self._known.wait(timeout)
+        return self.task_id
+
+    def _task_made(self, task_id: str) -> None:
+        self.task_id = task_id
+        self._known.set()
 
     def cancel(self) -> bool:
         """Withdraw the request; ask the server to cancel its task (when there is one)."""
@@ -144,7 +158,16 @@ class TaskRunner:
         if not isinstance(task_id, str) or not task_id:
             raise ProtocolError("the server made a task without a taskId", created)
         if future is not None:
-            future.task_id = task_id
+            future._task_made(task_id)
+        try:
+            return self._follow(task_id, created, deadline, future)
+        except RequestTimeout:
+            self.cancel_later(task_id)  # nobody waits for it any more
+            raise
+
+    def _follow(
+        self, task_id: str, created: Dict[str, Any], deadline: Optional[float], future: Optional[TaskFuture]
+    ) -> Any:
         task: Dict[str, Any] = created
         while True:
             status = task.get("status")
@@ -152,15 +175,20 @@ class TaskRunner:
                 future.status = status if isinstance(status, str) else None
                 if future.cancelled():
                     return None
+            if status in ("completed", "failed") and "result" not in task and "error" not in task:
+                # A CreateTaskResult never inlines the outcome: tasks/get has it.
+                task = self._get(task_id, deadline)
+                if task.get("status") == status:
+                    if "result" not in task and "error" not in task:
+                        raise ProtocolError(f"task {task_id} is {status} without a result or an error", task)
+                continue
             if status == "completed":
-                return task.get("result") if "result" in task else self._get(task_id, deadline).get("result")
+                return task.get("result")
             if status == "failed":
                 error = task.get("error")
-                raise (
-                    error_from_response(error)
-                    if error is not None
-                    else RemoteError(INTERNAL_ERROR, f"task {task_id} failed", task)
-                )
+                if error is not None:
+                    raise error_from_response(error)
+                raise RemoteError(INTERNAL_ERROR, f"task {task_id} failed", task)
             if status == "cancelled":
                 raise RemoteError(INTERNAL_ERROR, f"the server cancelled task {task_id}", task)
             if status == "input_required" and task.get("inputRequests"):
@@ -219,7 +247,6 @@ class TaskRunner:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
-                self.cancel_later(task_id)
                 raise RequestTimeout("tools/call", None, None)
             seconds = min(seconds, left)
         wake = future.wake if future is not None else self._closing
