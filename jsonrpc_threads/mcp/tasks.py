@@ -178,9 +178,8 @@ class TaskRunner:
             if status in ("completed", "failed") and "result" not in task and "error" not in task:
                 # A CreateTaskResult never inlines the outcome: tasks/get has it.
                 task = self._get(task_id, deadline)
-                if task.get("status") == status:
-                    if "result" not in task and "error" not in task:
-                        raise ProtocolError(f"task {task_id} is {status} without a result or an error", task)
+                if task.get("status") == status and "result" not in task and "error" not in task:
+                    raise ProtocolError(f"task {task_id} is {status} without a result or an error", task)
                 continue
             if status == "completed":
                 return task.get("result")
