@@ -57,11 +57,11 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     UnknownServer          -32602   local    LookupError       mcp.registry
     ServerUnavailable      -32000   local    ConnectionError   mcp.registry
     ProtocolVersionError   -32600   local                      mcp.session
-    ProtocolError          -32600   local                      mcp (a result the protocol forbids)
-    HeaderMismatch         -32020   remote   RemoteError       mcp (error_from_mcp)
-    MissingClientCapability -32021  remote   RemoteError       mcp (error_from_mcp)
-    UnsupportedProtocolVersion -32022 remote RemoteError       mcp (error_from_mcp)
+    ProtocolError          -32600   local                      mcp (an answer the protocol forbids)
     SkillVerificationError -32602   local                      mcp.skills
+    HeaderMismatch         -32020   remote   RemoteError       error_from_mcp
+    MissingClientCapability -32021  remote   RemoteError       error_from_mcp
+    UnsupportedProtocolVersion -32022  remote   RemoteError    error_from_mcp
 
 MCP's codes.  MCP revision 2026-07-28 reserves -32020..-32099 for the codes
 it defines (:data:`MCP_ERRORS`).  :func:`error_from_response` serves every
@@ -115,8 +115,6 @@ HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 #: MCP (2026-07-28): the request's protocol version is not one the server supports.
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-#: MCP up to 2025-11-25: resource not found (2026-07-28 uses -32602); still accepted from older servers.
-RESOURCE_NOT_FOUND_LEGACY = -32002
 
 
 class JsonRpcError(Exception):
@@ -653,7 +651,6 @@ __all__ = [
     "PARSE_ERROR",
     "REMOTE_ERRORS",
     "REQUEST_TIMEOUT",
-    "RESOURCE_NOT_FOUND_LEGACY",
     "STANDARD_ERRORS",
     "TRANSPORT_CLOSED",
     "UNSUPPORTED_PROTOCOL_VERSION",
