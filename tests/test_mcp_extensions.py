@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from jsonrpc_threads import RemoteError, RequestTimeout, StdioTransport
+from jsonrpc_threads import RemoteError, RequestTimeout, StdioTransport, TransportClosed
 from jsonrpc_threads.errors import SkillVerificationError, UnknownTool
 from jsonrpc_threads.mcp import McpClient, TaskFuture, ToolRegistry
 from jsonrpc_threads.transports.http import HttpTransport
@@ -112,6 +112,16 @@ def test_a_task_past_its_timeout_is_cancelled_and_times_out() -> None:
             client.call_tool("slow_compute", {"seconds": 60, "value": "late"}, timeout=0.5)
         assert time.monotonic() - started < 5.0
         assert text_of(client.call_tool("cancelled_tasks", {"wait": WAIT_S})).startswith("task-")
+
+
+def test_closing_the_client_fails_a_polled_task_at_once() -> None:
+    client = ext_stdio()
+    future = client.submit_tool("slow_compute", {"seconds": 60, "value": "x"})
+    assert future.wait_for_task(WAIT_S) is not None
+    started = time.monotonic()
+    client.close()
+    assert time.monotonic() - started < 5.0
+    assert isinstance(future.exception(WAIT_S), TransportClosed)
 
 
 def test_without_the_extension_the_server_answers_at_once() -> None:

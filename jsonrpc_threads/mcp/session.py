@@ -328,7 +328,11 @@ class McpClient(Closing):
         """
         self._ensure_initialized()
         if self._era == protocol.MODE_STATELESS:
-            self.request("server/discover", None, timeout=timeout)
+            version = self.protocol_version or protocol.STATELESS_PROTOCOL_VERSIONS[0]
+            try:  # to the server itself, never from the cache
+                self._send_stateless("server/discover", None, timeout, version, None)
+            except RemoteError as exc:
+                raise error_from_mcp(exc) from None
         else:
             self.request("ping", None, timeout=timeout)
 

@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Set
 
 from .._deadlines import wait_slice
 from .._workers import PoolClosed, WorkerPool
@@ -58,6 +58,8 @@ MAX_POLL_INTERVAL_S = 30.0
 TASK_WORKERS = 8
 #: Deadline of one ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` request.
 TASK_REQUEST_TIMEOUT_S = 30.0
+#: How long ``close()`` waits for the polling threads (their waits are woken at once).
+CLOSE_WAIT_S = 2.0
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -132,6 +134,9 @@ class TaskRunner:
         self._label = label
         self._closing = threading.Event()
         self._pool = WorkerPool(TASK_WORKERS, f"jsonrpc-mcp-tasks[{label}]")
+        # _lock guards _running (the futures being polled, woken by close()).
+        self._lock = threading.Lock()
+        self._running: Set[TaskFuture] = set()
 
     def submit(self, start: Callable[[], Any], deadline: Optional[float]) -> TaskFuture:
         """Run ``start()`` (the original request) and poll its task, if it becomes one, in the background.
@@ -140,11 +145,20 @@ class TaskRunner:
             TransportClosed: the runner is closed.
         """
         future = TaskFuture(self)
+        with self._lock:
+            if self._closing.is_set():
+                raise TransportClosed("MCP client closed")
+            self._running.add(future)
+        future.add_done_callback(self._forget)
         try:
             self._pool.submit(self._run, future, start, deadline)
         except PoolClosed:
             raise TransportClosed("MCP client closed") from None
         return future
+
+    def _forget(self, future: Future[Any]) -> None:
+        with self._lock:
+            self._running.discard(future)
 
     def wait(self, created: Dict[str, Any], deadline: Optional[float], future: Optional[TaskFuture] = None) -> Any:
         """Poll the task ``created`` describes until it ends; return its result.
@@ -208,8 +222,14 @@ class TaskRunner:
 
     def close(self) -> None:
         """Stop polling: every waiting future fails with ``TransportClosed`` (bounded).  Idempotent."""
-        self._closing.set()
-        self._pool.shutdown(1.0)
+        with self._lock:
+            self._closing.set()
+            running = list(self._running)
+        for future in running:
+            future.wake.set()  # a poll waiting for its interval stops now
+        self._pool.shutdown(CLOSE_WAIT_S)
+        for future in running:
+            _settle(future, exc=TransportClosed("MCP client closed"))
 
     # -- internals ----------------------------------------------------------------------
 
@@ -252,6 +272,8 @@ class TaskRunner:
         wake.wait(wait_slice(time.monotonic() + seconds))
         if self._closing.is_set():
             raise TransportClosed("MCP client closed")
+        if future is not None and future.cancelled():
+            return
 
     def _bound(self, deadline: Optional[float]) -> float:
         if deadline is None:
@@ -282,6 +304,7 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL_S",
     "MAX_POLL_INTERVAL_S",
     "MIN_POLL_INTERVAL_S",
+    "CLOSE_WAIT_S",
     "TASK_REQUEST_TIMEOUT_S",
     "TASK_WORKERS",
     "TERMINAL",
