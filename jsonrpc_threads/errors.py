@@ -50,6 +50,7 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     HttpError              -32002   local                      HTTP transport
     HttpConnectionError    -32002   local    ConnectionError   HTTP transport
     SessionExpired         -32002   local    HttpError         HTTP transport
+    StreamLost             -32002   local    ConnectionError   HTTP transport (2026-07-28)
     AuthorizationError     -32002   local    HttpError         auth
     MessageTooLarge        -32003   local                      transports
     ConfigError            -32010   local    ValueError        transports.config, mcp.config
@@ -368,6 +369,15 @@ class SessionExpired(HttpError):
 # -- local failures: authorization (jsonrpc_threads.auth) ----------------------------------
 
 
+class StreamLost(HttpConnectionError):
+    """An answer's SSE stream ended before its response, and the transport resumes nothing (2026-07-28).
+
+    The stateless revision of Streamable HTTP has no resumption: the request
+    may or may not have run.  ``McpClient`` sends it again once, as a new
+    request with a new id, as that revision asks.
+    """
+
+
 class AuthorizationError(HttpError):
     """Authorization failed or was refused; the request that needed it failed.
 
@@ -680,6 +690,7 @@ __all__ = [
     "ServerUnavailable",
     "SessionExpired",
     "SkillVerificationError",
+    "StreamLost",
     "TransportClosed",
     "UnknownServer",
     "UnknownTool",

@@ -73,6 +73,7 @@ SAMPLES: Dict[Type[JsonRpcError], JsonRpcError] = {
     UnknownServer: UnknownServer("nope", ["a", "b"]),
     ServerUnavailable: ServerUnavailable("x", "exit code 3", timed_out=True),
     ProtocolVersionError: ProtocolVersionError("1999-01-01", ("2025-11-25", "2025-06-18")),
+    errors.StreamLost: errors.StreamLost("the SSE stream ended before the response", status_code=None, body_excerpt=""),
     errors.ProtocolError: errors.ProtocolError("unknown resultType 'x'", {"resultType": "x"}),
     errors.SkillVerificationError: errors.SkillVerificationError("skill://a/SKILL.md", "digest differs"),
     errors.HeaderMismatch: errors.HeaderMismatch("Mcp-Name does not match", {"header": "Mcp-Name"}),

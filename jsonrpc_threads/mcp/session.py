@@ -64,6 +64,7 @@ from ..errors import (
     RequestId,
     RequestTimeout,
     SessionExpired,
+    StreamLost,
     UnsupportedProtocolVersion,
     error_from_mcp,
 )
@@ -781,19 +782,27 @@ class McpClient(Closing):
             if cached is not None:
                 return cached
         version = self.protocol_version or protocol.STATELESS_PROTOCOL_VERSIONS[0]
-        retried_version = retried_headers = False
+        retried_version = retried_headers = resent = False
         round_params = params
         for _ in range(MAX_INPUT_ROUNDS):
             try:
                 result = self._send_stateless(
                     method, round_params, timeout, version, on_progress, reset_on_progress, max_timeout
                 )
+            except StreamLost:
+                if resent:
+                    raise
+                # The answer's stream broke and is not resumed: send the request again, once, as a new one.
+                logger.info("%s: %s: the answer's stream broke; sending the request again", self._label, method)
+                resent = True
+                continue
             except RemoteError as exc:
                 error = error_from_mcp(exc)
                 if isinstance(error, UnsupportedProtocolVersion) and not retried_version:
                     again = protocol.retry_version(error)
                     if again is not None:
                         version, retried_version = again, True
+                        self.protocol_version = again  # what the server speaks now, for later requests too
                         continue
                 if error.code == HEADER_MISMATCH and method == "tools/call" and not retried_headers:
                     # The tool's schema may have changed: learn it again, then retry once.

@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional
 
 import requests
 
-from ...errors import HttpConnectionError, HttpError, JsonRpcError
+from ...errors import HttpConnectionError, HttpError, JsonRpcError, StreamLost
 from ...messages import decode
 from ._endpoint import Endpoint
 from ._errors import DeadlinePassed, closed_error, excerpt, resume_error, status_error
@@ -127,7 +127,7 @@ class Poster:
             if endpoint.session.stateless:
                 # The 2026-07-28 transport resumes nothing: the requests fail, to be sent anew.
                 reason = f": {broken.message}" if broken is not None else ""
-                raise HttpConnectionError(f"{self._label}: the SSE stream ended before the response{reason}")
+                raise StreamLost(f"{self._label}: the SSE stream ended before the response{reason}")
             self._resume(exchange, broken)
 
     def _handle_answer(
