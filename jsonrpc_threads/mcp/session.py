@@ -12,7 +12,8 @@ Protocol on top.  MCP has two eras (:mod:`.protocol`):
   (:mod:`.mrtr`); change notifications come on ``subscriptions/listen``
   (:mod:`.subscriptions`); some results may be reused while fresh
   (:mod:`.cache`); over Streamable HTTP each POST mirrors its method and name
-  into headers (:mod:`.http_headers`);
+  into headers (:mod:`.http_headers`); :mod:`.stateless` puts one request
+  through all of that;
 - the *session* era (2024-11-05 .. 2025-11-25): ``initialize`` negotiates a
   version for the whole session, and the server may send the client requests
   (``roots/list``, ``sampling/createMessage``, ``elicitation/create``),
@@ -54,17 +55,14 @@ from .._deadlines import check_timeout
 from ..cancellation import mcp_cancellation
 from ..client import DEFAULT_TIMEOUT, JsonRpcClient, Timeout
 from ..errors import (
-    HEADER_MISMATCH,
     INVALID_REQUEST,
     HttpError,
     JsonRpcError,
-    ProtocolError,
     ProtocolVersionError,
     RemoteError,
     RequestId,
     RequestTimeout,
     SessionExpired,
-    StreamLost,
     UnsupportedProtocolVersion,
     error_from_mcp,
 )
@@ -73,8 +71,7 @@ from ..transports.config import ServerConfig, build_transport, transport_from_co
 from . import protocol, skills
 from .cache import ResultCache
 from .client_features import ClientFeatures, Handler, Roots, server_logger
-from .http_headers import NO_HEADERS, HeaderPlan, header_plan, message_headers
-from .mrtr import MAX_INPUT_ROUNDS, answer_input_requests, retry_params
+from .stateless import StatelessRequests
 from .subscriptions import Subscriptions
 from .tasks import TaskFuture, TaskRunner, is_task
 from .types import (
@@ -223,27 +220,33 @@ class McpClient(Closing):
         )
         self._mode = mode
         self._listen = listen
-        self._tasks_enabled = tasks
         self._legacy_sse_fallback = legacy_sse_fallback
         self._default_timeout = default_timeout
         self._tokens = itertools.count(1)
-        # _lock guards _progress, _plans, _log_level and _resource_subscriptions.
+        # _lock guards _progress and _resource_subscriptions.
         self._lock = threading.Lock()
         self._progress: Dict[Any, _ProgressRoute] = {}
-        self._plans: Dict[str, HeaderPlan] = {}
-        self._log_level: Optional[str] = None
         self._resource_subscriptions: List[str] = []
         # _init_lock serializes the era's negotiation (and a session's renewal).
         self._init_lock = threading.Lock()
         self._initialized = False
         self._generation = 0
         self._init_result: Dict[str, Any] = {}
-        self.protocol_version: Optional[str] = None
+        self._session_version: Optional[str] = None
         self._era: Optional[str] = None
         self._cache = ResultCache() if cache else None
         self._rpc = self._make_rpc(transport)
         label = getattr(transport, "label", None) or type(transport).__name__
         self._label = str(label)
+        self._stateless = StatelessRequests(
+            self._features,
+            self._client_info,
+            tasks=tasks,
+            cache=self._cache,
+            over_http=self._over_http,
+            refresh_tools=lambda timeout: self.list_tools(timeout=timeout),
+            label=self._label,
+        )
         self._subscriptions = Subscriptions(self._open_listen, self._cancel_future, self._label)
         self._tasks = TaskRunner(self._task_request, self._features, self._label)
 
@@ -299,6 +302,21 @@ class McpClient(Closing):
         return self._era
 
     @property
+    def protocol_version(self) -> Optional[str]:
+        """The revision spoken: negotiated by ``initialize``, or the stateless one of ``server/discover``
+        (then the one the server named, after it refused another); ``None`` before."""
+        if self._era == protocol.MODE_STATELESS:
+            return self._stateless.version
+        return self._session_version
+
+    @protocol_version.setter
+    def protocol_version(self, version: str) -> None:
+        if self._era == protocol.MODE_STATELESS:
+            self._stateless.version = version
+        else:
+            self._session_version = version
+
+    @property
     def server_info(self) -> Implementation:
         """The server's identity from the handshake or ``server/discover`` (``{}`` before)."""
         return cast(Implementation, protocol.server_info_of(self._init_result))
@@ -329,11 +347,7 @@ class McpClient(Closing):
         """
         self._ensure_initialized()
         if self._era == protocol.MODE_STATELESS:
-            version = self.protocol_version or protocol.STATELESS_PROTOCOL_VERSIONS[0]
-            try:  # to the server itself, never from the cache
-                self._send_stateless("server/discover", None, timeout, version, None)
-            except RemoteError as exc:
-                raise error_from_mcp(exc) from None
+            self._stateless.once(self._sender(), "server/discover", None, timeout)  # never from the cache
         else:
             self.request("ping", None, timeout=timeout)
 
@@ -345,7 +359,7 @@ class McpClient(Closing):
         the 2026-07-28 transport requires.
         """
         tools = cast(List[Tool], self._paginate("tools/list", "tools", timeout))
-        return self._learn_tools(tools)
+        return self._stateless.learn_tools(tools) if self._era == protocol.MODE_STATELESS else tools
 
     def call_tool(
         self,
@@ -531,8 +545,7 @@ class McpClient(Closing):
         """
         self._ensure_initialized()
         if self._era == protocol.MODE_STATELESS:
-            with self._lock:
-                self._log_level = level
+            self._stateless.set_log_level(level)
             return
         self.request("logging/setLevel", {"level": level}, timeout=timeout)
 
@@ -617,6 +630,7 @@ class McpClient(Closing):
         if session is not None:
             session.stateless = True  # a probe takes no session id, whatever the server sends
         version = protocol.STATELESS_PROTOCOL_VERSIONS[0]
+        send = self._sender()
         probe_timeout: Timeout = timeout
         if probe and session is None:
             resolved = self._rpc._resolve_timeout(timeout)
@@ -624,10 +638,7 @@ class McpClient(Closing):
         retried = False
         while True:
             try:
-                try:
-                    result = self._send_stateless("server/discover", None, probe_timeout, version, None)
-                except RemoteError as exc:
-                    raise error_from_mcp(exc) from None
+                result = self._stateless.once(send, "server/discover", None, probe_timeout, version)
             except UnsupportedProtocolVersion as exc:
                 again = protocol.retry_version(exc)
                 if again is not None and not retried:
@@ -655,8 +666,8 @@ class McpClient(Closing):
                 "the server supports no stateless revision this client speaks",
                 {"supported": list(versions), "requested": version},
             )
+        self._stateless.version = chosen
         self._era = protocol.MODE_STATELESS
-        self.protocol_version = chosen
         self._init_result = dict(result)
         self._initialized = True
         if self._cache is not None and chosen == version:
@@ -697,7 +708,7 @@ class McpClient(Closing):
         if session is not None:
             session.protocol_version = version
         self._init_result = result
-        self.protocol_version = version
+        self._session_version = version
         self._era = protocol.MODE_SESSION
         self._rpc.notify("notifications/initialized")
         self._initialized = True
@@ -752,10 +763,8 @@ class McpClient(Closing):
     ) -> Any:
         self._ensure_initialized()
         if self._era == protocol.MODE_STATELESS:
-            try:
-                return self._stateless_request(method, params, timeout, on_progress, reset_on_progress, max_timeout)
-            except RemoteError as exc:
-                raise error_from_mcp(exc) from None
+            send = self._sender(on_progress, reset_on_progress, max_timeout)
+            return self._stateless.request(send, method, params, timeout)
         generation = self._generation
         try:
             try:
@@ -766,90 +775,18 @@ class McpClient(Closing):
         except RemoteError as exc:  # a dual-era server uses MCP's codes in the session era too
             raise error_from_mcp(exc) from None
 
-    def _stateless_request(
+    def _sender(
         self,
-        method: str,
-        params: Optional[Dict[str, Any]],
-        timeout: Timeout,
-        on_progress: Optional[ProgressCallback],
-        reset_on_progress: bool,
-        max_timeout: Optional[float],
-    ) -> Any:
-        """One request of the stateless era: cache, version retry, header-mismatch retry, input rounds."""
-        cache = self._cache
-        if cache is not None:
-            cached = cache.get(method, params)
-            if cached is not None:
-                return cached
-        version = self.protocol_version or protocol.STATELESS_PROTOCOL_VERSIONS[0]
-        retried_version = retried_headers = resent = False
-        round_params = params
-        for _ in range(MAX_INPUT_ROUNDS):
-            try:
-                result = self._send_stateless(
-                    method, round_params, timeout, version, on_progress, reset_on_progress, max_timeout
-                )
-            except StreamLost:
-                if resent:
-                    raise
-                # The answer's stream broke and is not resumed: send the request again, once, as a new one.
-                logger.info("%s: %s: the answer's stream broke; sending the request again", self._label, method)
-                resent = True
-                continue
-            except RemoteError as exc:
-                error = error_from_mcp(exc)
-                if isinstance(error, UnsupportedProtocolVersion) and not retried_version:
-                    again = protocol.retry_version(error)
-                    if again is not None:
-                        version, retried_version = again, True
-                        self.protocol_version = again  # what the server speaks now, for later requests too
-                        continue
-                if error.code == HEADER_MISMATCH and method == "tools/call" and not retried_headers:
-                    # The tool's schema may have changed: learn it again, then retry once.
-                    retried_headers = True
-                    self._refresh_tool_plans(timeout)
-                    continue
-                raise error from None
-            kind = protocol.result_type(result)
-            if kind == protocol.RESULT_COMPLETE:
-                if cache is not None and round_params is params:
-                    cache.put(method, params, result)
-                return result
-            if kind == protocol.RESULT_TASK and self._tasks_enabled:
-                return result
-            if kind != protocol.RESULT_INPUT_REQUIRED:
-                raise ProtocolError(f"{method}: the server answered with an unknown resultType {kind!r}", result)
-            if method not in protocol.INPUT_REQUIRED_METHODS:
-                raise ProtocolError(f"{method}: the server asked for input on a request that may not have any")
-            responses = answer_input_requests(self._features, result.get("inputRequests"))
-            round_params = retry_params(params, responses, result.get("requestState"))
-        raise ProtocolError(f"{method}: the server still asked for input after {MAX_INPUT_ROUNDS} rounds")
-
-    def _send_stateless(
-        self,
-        method: str,
-        params: Optional[Dict[str, Any]],
-        timeout: Timeout,
-        version: str,
-        on_progress: Optional[ProgressCallback],
+        on_progress: Optional[ProgressCallback] = None,
         reset_on_progress: bool = False,
         max_timeout: Optional[float] = None,
-    ) -> Any:
-        """One request with the stateless era's ``_meta`` (and, over HTTP, its headers)."""
-        with self._lock:
-            log_level = self._log_level
-        meta = protocol.request_meta(version, self._stateless_capabilities(), self._client_info, log_level)
-        full = protocol.with_meta(params, meta)
-        headers = None
-        if self._over_http():
-            with self._lock:
-                plan = self._plans.get(str(full.get("name"))) if method == "tools/call" else None
-            headers = message_headers(version, method, full, plan or NO_HEADERS)
-        return self._send_once(method, full, timeout, on_progress, reset_on_progress, max_timeout, headers)
+    ) -> Callable[[str, Optional[Dict[str, Any]], Timeout, Optional[Mapping[str, str]]], Any]:
+        """How :class:`~.stateless.StatelessRequests` sends one request (with this call's progress settings)."""
 
-    def _stateless_capabilities(self) -> Dict[str, Any]:
-        extensions: Dict[str, Any] = {protocol.TASKS_EXTENSION: {}} if self._tasks_enabled else {}
-        return protocol.stateless_capabilities(self._features.capabilities(), extensions)
+        def send(method: str, params: Optional[Dict[str, Any]], timeout: Timeout, headers: Any) -> Any:
+            return self._send_once(method, params, timeout, on_progress, reset_on_progress, max_timeout, headers)
+
+        return send
 
     def _task_request(self, method: str, params: Dict[str, Any], timeout: Optional[float]) -> Any:
         """A request of the tasks extension (``tasks/get`` ..., for :class:`~.tasks.TaskRunner`)."""
@@ -923,30 +860,6 @@ class McpClient(Closing):
             seen.add(cursor)
         return items
 
-    # -- internals: tools and their headers ----------------------------------------------
-
-    def _learn_tools(self, tools: List[Tool]) -> List[Tool]:
-        """Remember each tool's ``Mcp-Param-*`` plan; over HTTP, drop the tools whose annotations are invalid."""
-        kept: List[Tool] = []
-        plans: Dict[str, HeaderPlan] = {}
-        strict = self._era == protocol.MODE_STATELESS and self._over_http()
-        for tool in tools:
-            plan, problem = header_plan(tool.get("inputSchema") if isinstance(tool, dict) else None)
-            if problem is not None and strict:
-                logger.warning("%s: tool %r left out: %s", self._label, tool.get("name"), problem)
-                continue
-            if plan.params:
-                plans[str(tool.get("name"))] = plan
-            kept.append(tool)
-        with self._lock:
-            self._plans = plans
-        return kept
-
-    def _refresh_tool_plans(self, timeout: Timeout) -> None:
-        if self._cache is not None:
-            self._cache.invalidate(("tools/list",))
-        self.list_tools(timeout=timeout)
-
     # -- internals: notifications --------------------------------------------------------
 
     def _changed(
@@ -999,10 +912,7 @@ class McpClient(Closing):
             self._subscriptions.listen(self._subscription_filters(), wait=timeout)
 
     def _open_listen(self, params: Dict[str, Any]) -> Future[Any]:
-        version = self.protocol_version or protocol.STATELESS_PROTOCOL_VERSIONS[0]
-        meta = protocol.request_meta(version, self._stateless_capabilities(), self._client_info)
-        full = protocol.with_meta(params, meta)
-        headers = message_headers(version, "subscriptions/listen", full) if self._over_http() else None
+        full, headers = self._stateless.prepare("subscriptions/listen", params)
         return self._rpc.request("subscriptions/listen", full, timeout=None, headers=headers)
 
     def _cancel_future(self, future: Future[Any], reason: str) -> bool:
