@@ -16,12 +16,17 @@ NODE_DIR := tests/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 NPM := $(shell command -v npm 2>/dev/null)
 NODE22 := $(NODE_DIR)/node_modules/node/bin/node
+# Two pinned versions of the suite (tests/node/package.json): 0.1.16, the 2025-11-25
+# scenarios, and 0.2.0-alpha.12 (installed as the npm alias conformance-next), every
+# client scenario of both eras (2025-11-25, 2026-07-28) and of the extensions.
 # The suite's scenario servers listen on all interfaces: the preload binds them to 127.0.0.1.
-CONFORMANCE := $(NODE22) --require $(CURDIR)/$(NODE_DIR)/loopback.cjs \
-	$(NODE_DIR)/node_modules/@modelcontextprotocol/conformance/dist/index.js
-# Every client scenario of the pinned suite (`conformance list`), one per line; the
-# pytest module tests/test_mcp_conformance.py reads the same file.
+CONFORMANCE_NODE := $(NODE22) --require $(CURDIR)/$(NODE_DIR)/loopback.cjs
+CONFORMANCE := $(CONFORMANCE_NODE) $(NODE_DIR)/node_modules/@modelcontextprotocol/conformance/dist/index.js
+CONFORMANCE_NEXT := $(CONFORMANCE_NODE) $(NODE_DIR)/node_modules/conformance-next/dist/index.js
+# Every client scenario of each pinned suite (`conformance list --client`), one per line;
+# the pytest module tests/test_mcp_conformance.py reads the same files.
 CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
+CONFORMANCE_NEXT_SCENARIOS := $(shell cat tests/conformance/scenarios-next.txt)
 CONFORMANCE_RESULTS := build/conformance
 
 .PHONY: demo test check venv clean node-deps conformance bench bench-quick docs dist browser
@@ -85,11 +90,20 @@ test: $(STAMP) browser $(if $(NPM),$(NODE_STAMP))
 	$(PY) -m pytest
 
 conformance: $(STAMP) $(NODE_STAMP)
-	@for scenario in $(CONFORMANCE_SCENARIOS); do \
-		echo "== conformance: $$scenario"; \
+	@passed=0; for scenario in $(CONFORMANCE_SCENARIOS); do \
+		echo "== conformance 0.1.16: $$scenario"; \
 		$(CONFORMANCE) client --command "$(PY) tests/conformance/client.py" \
-			--scenario $$scenario -o $(CONFORMANCE_RESULTS) || exit 1; \
-	done
+			--scenario $$scenario -o $(CONFORMANCE_RESULTS)/0.1.16 || exit 1; \
+		passed=$$((passed + 1)); \
+	done; \
+	echo "== conformance 0.1.16: $$passed/$(words $(CONFORMANCE_SCENARIOS)) scenarios passed"
+	@passed=0; for scenario in $(CONFORMANCE_NEXT_SCENARIOS); do \
+		echo "== conformance 0.2.0-alpha.12: $$scenario"; \
+		$(CONFORMANCE_NEXT) client --command "$(PY) tests/conformance/client.py" \
+			--scenario $$scenario -o $(CONFORMANCE_RESULTS)/0.2.0-alpha.12 || exit 1; \
+		passed=$$((passed + 1)); \
+	done; \
+	echo "== conformance 0.2.0-alpha.12: $$passed/$(words $(CONFORMANCE_NEXT_SCENARIOS)) scenarios passed"
 
 BENCH_STAMP := $(VENV)/.bench-installed
 

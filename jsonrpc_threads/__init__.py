@@ -1,7 +1,8 @@
 """jsonrpc_threads: a synchronous, thread-safe JSON-RPC 2.0 and MCP client.
 
 Start with :class:`JsonRpcClient` over a :class:`StdioTransport` (a child
-process) or an :class:`HttpTransport` (MCP Streamable HTTP), or with
+process), an :class:`HttpTransport` (MCP Streamable HTTP) or an
+:class:`SseTransport` (MCP's legacy HTTP+SSE transport), or with
 :class:`jsonrpc_threads.mcp.McpClient` for MCP servers.
 
 Importing the package costs almost nothing: only the exception tree is loaded
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from .transports.base import MessageSink, Transport
     from .transports.config import transport_from_config
     from .transports.http import HttpTransport
+    from .transports.sse import SseTransport
     from .transports.stdio import StdioTransport
 
 #: Public names imported on first use: name -> the module that defines it.
@@ -52,6 +54,7 @@ _LAZY: Dict[str, str] = {
     "Transport": ".transports.base",
     "transport_from_config": ".transports.config",
     "HttpTransport": ".transports.http",
+    "SseTransport": ".transports.sse",
     "StdioTransport": ".transports.stdio",
 }
 
@@ -93,6 +96,7 @@ __all__ = [
     "RequestCancelled",
     "RequestTimeout",
     "SessionExpired",
+    "SseTransport",
     "StdioTransport",
     "Transport",
     "TransportClosed",

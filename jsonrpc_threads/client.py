@@ -67,7 +67,7 @@ from .transports.base import Transport, capabilities, describe
 TYPE_CHECKING = False  # typing and concurrent.futures load only when used (start-up cost)
 if TYPE_CHECKING:
     from concurrent.futures import Future
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
     from ._deadlines import Timeout
     from ._futures import RequestFuture
@@ -166,7 +166,12 @@ class JsonRpcClient(Closing):
         return self._table.closed or _fork.forked_since(self._made_in)
 
     def request(
-        self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT
+        self,
+        method: str,
+        params: messages.Params = None,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> Future[Any]:
         """Send a request and return a future for its result.
 
@@ -188,6 +193,9 @@ class JsonRpcClient(Closing):
             params: a mapping or a sequence, or ``None`` to omit ``params``.
             timeout: seconds to wait for the response; ``None`` (or ``inf``)
                 waits forever; by default the client's ``default_timeout``.
+            headers: metadata for the transport to send with this message
+                (HTTP: request headers; ignored by stdio); see
+                :mod:`jsonrpc_threads.transports.base`.
 
         Raises:
             TransportClosed: at once, when the client is closed.
@@ -209,14 +217,21 @@ class JsonRpcClient(Closing):
                     timer, entry.timer = entry.timer, None
                     if timer is not None:
                         timer.cancel()
-            self._send_requests(data, (request_id,), deadline_after(resolved))
+            self._send_requests(data, (request_id,), deadline_after(resolved), headers)
         except BaseException as exc:  # interrupted (KeyboardInterrupt): the caller never gets the future
             if self._table.interrupt(request_id, exc) is not None:
                 self._tell_peer(request_id, f"Interrupted: {type(exc).__name__}")
             raise
         return future
 
-    def call(self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Any:
+    def call(
+        self,
+        method: str,
+        params: messages.Params = None,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> Any:
         """Send a request and block until its result arrives, or its timeout.
 
         Args: as :meth:`request`.
@@ -242,8 +257,8 @@ class JsonRpcClient(Closing):
         self._table.add(request_id, Pending(waiter, method, resolved, self._lane.in_lane()))
         try:
             drive = self._capabilities.drive_call
-            if drive is None or not self._drive(drive, data, request_id, waiter, deadline):
-                self._send_requests(data, (request_id,), deadline)
+            if drive is None or not self._drive(drive, data, request_id, waiter, deadline, headers):
+                self._send_requests(data, (request_id,), deadline, headers)
             if not waiter.wait(deadline):
                 self._expire(request_id)
         except BaseException as exc:  # interrupted (KeyboardInterrupt): never leave it behind
@@ -252,7 +267,14 @@ class JsonRpcClient(Closing):
             raise
         return waiter.result()
 
-    def notify(self, method: str, params: messages.Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
+    def notify(
+        self,
+        method: str,
+        params: messages.Params = None,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
         """Send a notification (no answer is expected).
 
         Returns once the transport took it: over stdio once it is queued for
@@ -262,6 +284,7 @@ class JsonRpcClient(Closing):
             method: the notification's method.
             params: a mapping, a sequence or ``None``.
             timeout: the longest this may block; by default the client's ``default_timeout``.
+            headers: as in :meth:`request`.
 
         Raises:
             TransportClosed: when the client is closed or the write failed.
@@ -275,7 +298,10 @@ class JsonRpcClient(Closing):
         closed = self._table.closed_error()
         if closed is not None:
             raise closed
-        self._transport.send(data, (), deadline=deadline)
+        if headers is None:
+            self._transport.send(data, (), deadline=deadline)
+        else:
+            self._transport.send(data, (), deadline=deadline, headers=headers)
 
     def cancel(self, future: Future[Any], reason: str = "Cancelled by the client") -> bool:
         """Withdraw the request behind ``future`` (from :meth:`request`) and tell the peer why.
@@ -419,23 +445,35 @@ class JsonRpcClient(Closing):
 
     def _drive(
         self,
-        drive: Callable[[bytes, RequestId, Callable[[], bool], Optional[float]], bool],
+        drive: Callable[..., bool],
         data: bytes,
         request_id: RequestId,
         waiter: CallWaiter,
         deadline: Optional[float],
+        headers: Optional[Mapping[str, str]],
     ) -> bool:
         """Let the transport carry the call on this thread; False when it declined (nothing sent)."""
         try:
-            return drive(data, request_id, waiter.settled, deadline)
+            if headers is None:
+                return drive(data, request_id, waiter.settled, deadline)
+            return drive(data, request_id, waiter.settled, deadline, headers)
         except JsonRpcError as exc:
             self._table.fail((request_id,), exc)
             return True
 
-    def _send_requests(self, data: bytes, request_ids: Sequence[RequestId], deadline: Optional[float]) -> None:
+    def _send_requests(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId],
+        deadline: Optional[float],
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
         """Hand requests to the transport; a failure to send settles them (never raises)."""
         try:
-            self._transport.send(data, request_ids, deadline=deadline)
+            if headers is None:
+                self._transport.send(data, request_ids, deadline=deadline)
+            else:
+                self._transport.send(data, request_ids, deadline=deadline, headers=headers)
         except JsonRpcError as exc:
             self._table.fail(request_ids, exc)
         except (OSError, ValueError) as exc:

@@ -54,6 +54,7 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     HttpError              -32002   local                      HTTP transport
     HttpConnectionError    -32002   local    ConnectionError   HTTP transport
     SessionExpired         -32002   local    HttpError         HTTP transport
+    StreamLost             -32002   local    ConnectionError   HTTP transport (2026-07-28)
     AuthorizationError     -32002   local    HttpError         auth
     MessageTooLarge        -32003   local                      transports
     ConfigError            -32010   local    ValueError        transports.config, mcp.config
@@ -61,6 +62,17 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     UnknownServer          -32602   local    LookupError       mcp.registry
     ServerUnavailable      -32000   local    ConnectionError   mcp.registry
     ProtocolVersionError   -32600   local                      mcp.session
+    ProtocolError          -32600   local                      mcp (an answer the protocol forbids)
+    SkillVerificationError -32602   local                      mcp.skills
+    HeaderMismatch         -32020   remote   RemoteError       error_from_mcp
+    MissingClientCapability -32021  remote   RemoteError       error_from_mcp
+    UnsupportedProtocolVersion -32022  remote   RemoteError    error_from_mcp
+
+MCP's codes.  MCP revision 2026-07-28 reserves -32020..-32099 for the codes
+it defines (:data:`MCP_ERRORS`).  :func:`error_from_response` serves every
+JSON-RPC peer and leaves them plain :class:`RemoteError`; the MCP layer turns
+them into their classes with :func:`error_from_mcp`, so only an MCP server's
+-32022 becomes an :class:`UnsupportedProtocolVersion`.
 
 Pickling.  Every exception here (and any subclass a user writes) pickles and
 copies with its attributes: :class:`JsonRpcError` records the arguments its
@@ -103,6 +115,13 @@ MESSAGE_TOO_LARGE = -32003
 CONFIG_ERROR = -32010
 #: The peer cancelled the request (the Language Server Protocol's ``RequestCancelled``).
 REQUEST_CANCELLED = -32800
+
+#: MCP (2026-07-28): the HTTP headers do not match the body, or a required one is missing or malformed.
+HEADER_MISMATCH = -32020
+#: MCP (2026-07-28): the request needs a client capability it did not declare.
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+#: MCP (2026-07-28): the request's protocol version is not one the server supports.
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class JsonRpcError(Exception):
@@ -375,6 +394,15 @@ class SessionExpired(HttpError):
 # -- local failures: authorization (jsonrpc_threads.auth) ----------------------------------
 
 
+class StreamLost(HttpConnectionError):
+    """An answer's SSE stream ended before its response, and the transport resumes nothing (2026-07-28).
+
+    The stateless revision of Streamable HTTP has no resumption: the request
+    may or may not have run.  ``McpClient`` sends it again once, as a new
+    request with a new id, as that revision asks.
+    """
+
+
 class AuthorizationError(HttpError):
     """Authorization failed or was refused; the request that needed it failed.
 
@@ -502,6 +530,80 @@ class ProtocolVersionError(JsonRpcError):
         self.supported = tuple(supported)
 
 
+class ProtocolError(JsonRpcError):
+    """The server sent an answer the MCP protocol forbids (an unknown ``resultType``, an interim
+    result on a request that may not have one, a round trip that never ends).
+
+    The server's fault: sending the same request again will usually fail the same way.
+    """
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(INVALID_REQUEST, message, data)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class HeaderMismatch(RemoteError):
+    """MCP -32020: the server found the request's HTTP headers missing, malformed, or not matching its body."""
+
+    def __init__(self, message: str = "Header mismatch", data: Any = None) -> None:
+        super().__init__(HEADER_MISMATCH, message, data)
+
+
+class MissingClientCapability(RemoteError):
+    """MCP -32021: the request needs client capabilities that it did not declare.
+
+    Attributes:
+        required_capabilities: what the server named (``data.requiredCapabilities``), or ``{}``.
+    """
+
+    def __init__(self, message: str = "Missing required client capability", data: Any = None) -> None:
+        super().__init__(MISSING_REQUIRED_CLIENT_CAPABILITY, message, data)
+        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        self.required_capabilities: Any = required if required is not None else {}
+
+
+class UnsupportedProtocolVersion(RemoteError):
+    """MCP -32022: the server does not support the protocol version the request declared.
+
+    Attributes:
+        supported: the versions the server named (``data.supported``).
+        requested: the version it was asked for (``data.requested``).
+    """
+
+    def __init__(self, message: str = "Unsupported protocol version", data: Any = None) -> None:
+        super().__init__(UNSUPPORTED_PROTOCOL_VERSION, message, data)
+        supported = data.get("supported") if isinstance(data, dict) else None
+        self.supported: Tuple[str, ...] = (
+            tuple(version for version in supported or () if isinstance(version, str))
+            if isinstance(supported, list)
+            else ()
+        )
+        requested = data.get("requested") if isinstance(data, dict) else None
+        self.requested: Optional[str] = requested if isinstance(requested, str) else None
+
+
+class SkillVerificationError(JsonRpcError):
+    """A skill's file does not match the skill's entry (size, digest, frontmatter), or is not listed in it.
+
+    The content was not used.  The server may have changed the skill since it
+    was listed: get its entry again (``get_skill``) before trying again.
+
+    Attributes:
+        uri: the file that failed.
+        reason: one line saying how.
+    """
+
+    def __init__(self, uri: str, reason: str) -> None:
+        super().__init__(INVALID_PARAMS, f"skill file {uri!r} failed verification: {reason}", {"uri": uri})
+        self.uri = uri
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.message
+
+
 # -- from the wire -----------------------------------------------------------------------
 
 #: The five codes of the specification -> their class.
@@ -551,6 +653,27 @@ def error_from_response(error: Any) -> RemoteError:
     return RemoteError(code, message, data)
 
 
+#: The codes MCP defines in the range it reserves -> their class (see :func:`error_from_mcp`).
+MCP_ERRORS: Dict[int, Callable[[str, Any], RemoteError]] = {
+    HEADER_MISMATCH: HeaderMismatch,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: MissingClientCapability,
+    UNSUPPORTED_PROTOCOL_VERSION: UnsupportedProtocolVersion,
+}
+
+
+def error_from_mcp(error: JsonRpcError) -> JsonRpcError:
+    """An MCP server's error with its MCP class: a :class:`RemoteError` with an MCP code becomes that class.
+
+    Anything else is returned as it is (the same object).
+    """
+    cls = MCP_ERRORS.get(error.code) if type(error) is RemoteError else None
+    if cls is None:
+        return error
+    specific = cls(error.message, error.data)
+    specific.__traceback__ = error.__traceback__
+    return specific
+
+
 def _short_repr(value: Any, limit: int = 300) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -558,12 +681,15 @@ def _short_repr(value: Any, limit: int = 300) -> str:
 
 __all__ = [
     "CONFIG_ERROR",
+    "HEADER_MISMATCH",
     "HTTP_ERROR",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
+    "MCP_ERRORS",
     "MESSAGE_TOO_LARGE",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
     "PROTOCOL_ERRORS",
     "REMOTE_ERRORS",
@@ -571,8 +697,10 @@ __all__ = [
     "REQUEST_TIMEOUT",
     "STANDARD_ERRORS",
     "TRANSPORT_CLOSED",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "AuthorizationError",
     "ConfigError",
+    "HeaderMismatch",
     "HttpConnectionError",
     "HttpError",
     "InternalError",
@@ -581,7 +709,9 @@ __all__ = [
     "JsonRpcError",
     "MessageTooLarge",
     "MethodNotFound",
+    "MissingClientCapability",
     "ParseError",
+    "ProtocolError",
     "ProtocolVersionError",
     "RemoteError",
     "RemoteInternalError",
@@ -594,8 +724,12 @@ __all__ = [
     "RequestTimeout",
     "ServerUnavailable",
     "SessionExpired",
+    "SkillVerificationError",
+    "StreamLost",
     "TransportClosed",
     "UnknownServer",
     "UnknownTool",
+    "UnsupportedProtocolVersion",
+    "error_from_mcp",
     "error_from_response",
 ]

@@ -171,7 +171,8 @@ def test_mcp_client_authorizes_once_and_proceeds(peer: OAuthPeer) -> None:
     assert "scope" not in query  # no challenge scope, no scopes_supported
     assert peer.token_forms[0]["resource"] == peer.mcp_url
     refused = [method for method, token in peer.mcp_requests if token is None]
-    assert refused == ["initialize"]  # only the first request went out without a token
+    # Only the first request (mode="auto": the server/discover probe) went out without a token.
+    assert refused == ["server/discover"]
 
 
 def test_concurrent_401s_cause_one_authorization(peer: OAuthPeer) -> None:

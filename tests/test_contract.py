@@ -1,4 +1,4 @@
-"""One contract, every transport: the same calls behave the same in memory, over stdio and over HTTP."""
+"""One contract, every transport: the same calls behave the same in memory, over stdio, over HTTP and over HTTP+SSE."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from jsonrpc_threads import (
     JsonRpcClient,
     MethodNotFound,
     RequestTimeout,
+    SseTransport,
     StdioTransport,
     TransportClosed,
 )
@@ -21,9 +22,10 @@ from jsonrpc_threads import (
 from .conftest import peer_command
 from .helpers import MemoryTransport
 from .peers.http_peer import HttpPeer
+from .peers.sse_peer import SsePeer
 
 WAIT_S = 10.0
-TRANSPORTS = ["memory", "stdio", "http-json", "http-sse"]
+TRANSPORTS = ["memory", "stdio", "http-json", "http-sse", "legacy-sse"]
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -34,7 +36,7 @@ def kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def connect(kind: str) -> Iterator[Any]:
     """``connect(**client_options) -> JsonRpcClient`` on a fresh peer of this kind."""
-    peers: List[HttpPeer] = []
+    peers: List[Any] = []
     clients: List[JsonRpcClient] = []
 
     def make(**options: Any) -> JsonRpcClient:
@@ -42,6 +44,10 @@ def connect(kind: str) -> Iterator[Any]:
             transport: Any = MemoryTransport()
         elif kind == "stdio":
             transport = StdioTransport(peer_command("stdio_peer"))
+        elif kind == "legacy-sse":
+            legacy = SsePeer().start()
+            peers.append(legacy)
+            transport = SseTransport(legacy.url_with())
         else:
             peer = HttpPeer().start()
             peers.append(peer)

@@ -75,6 +75,14 @@ SAMPLES: Dict[Type[JsonRpcError], JsonRpcError] = {
     UnknownServer: UnknownServer("nope", ["a", "b"]),
     ServerUnavailable: ServerUnavailable("x", "exit code 3", timed_out=True),
     ProtocolVersionError: ProtocolVersionError("1999-01-01", ("2025-11-25", "2025-06-18")),
+    errors.StreamLost: errors.StreamLost("the SSE stream ended before the response", status_code=None, body_excerpt=""),
+    errors.ProtocolError: errors.ProtocolError("unknown resultType 'x'", {"resultType": "x"}),
+    errors.SkillVerificationError: errors.SkillVerificationError("skill://a/SKILL.md", "digest differs"),
+    errors.HeaderMismatch: errors.HeaderMismatch("Mcp-Name does not match", {"header": "Mcp-Name"}),
+    errors.MissingClientCapability: errors.MissingClientCapability("roots", {"requiredCapabilities": {"roots": {}}}),
+    errors.UnsupportedProtocolVersion: errors.UnsupportedProtocolVersion(
+        "unsupported", {"supported": ["2026-07-28"], "requested": "1999-01-01"}
+    ),
 }
 
 
@@ -144,7 +152,7 @@ def test_local_failures_are_not_remote_errors() -> None:
     local = {cls for cls in SAMPLES if not issubclass(cls, RemoteError)}
     assert {TransportClosed, RequestTimeout, HttpError, ConfigError, ServerUnavailable, MethodNotFound} <= local
     remote = set(SAMPLES) - local
-    assert remote == {RemoteError, *errors.REMOTE_ERRORS.values(), *errors.PROTOCOL_ERRORS.values()}
+    assert remote == {RemoteError, *errors.REMOTE_ERRORS.values(), *errors.PROTOCOL_ERRORS.values(), *errors.MCP_ERRORS.values()}
 
 
 def test_builtin_bases() -> None:

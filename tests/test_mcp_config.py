@@ -33,6 +33,7 @@ def test_config_entries_are_checked_one_by_one(tmp_path: Path) -> None:
                     "both": {"command": "x", "url": "http://x"},
                     "neither": {"args": []},
                     "sse": {"type": "sse", "url": "http://x/sse"},
+                    "sse-command": {"type": "sse", "command": "x"},
                     "wrong-type": {"type": "stdio", "url": "http://x"},
                     "bad-args": {"command": "x", "args": "one two"},
                     "bad-timeout": {"command": "x", "timeout": -1},
@@ -42,7 +43,7 @@ def test_config_entries_are_checked_one_by_one(tmp_path: Path) -> None:
         )
     )
     config = load_config(path, environ={"PY": "python3", "TOKEN": "s3cret"})
-    assert list(config.servers) == ["local", "remote"]
+    assert list(config.servers) == ["local", "remote", "sse"]
     local = config.servers["local"]
     assert (local.transport, local.command, local.args) == ("stdio", "python3", ("--token", "s3cret"))
     assert local.env == {"KEY": "s3cret", "LEVEL": "info"}
@@ -51,9 +52,10 @@ def test_config_entries_are_checked_one_by_one(tmp_path: Path) -> None:
     remote = config.servers["remote"]
     assert (remote.transport, remote.url, dict(remote.headers)) == ("http", "https://example.com/mcp", {"X": "s3cret"})
     errors = {name: str(error) for name, error in config.errors.items()}
-    assert set(errors) == {"no-var", "both", "neither", "sse", "wrong-type", "bad-args", "bad-timeout"}
+    assert set(errors) == {"no-var", "both", "neither", "sse-command", "wrong-type", "bad-args", "bad-timeout"}
     assert "server 'no-var', env.K: environment variable UNSET_VAR is not set" in errors["no-var"]
-    assert "not supported" in errors["sse"]
+    assert config.servers["sse"].transport == "sse"  # the legacy HTTP+SSE transport
+    assert "does not take a 'command'" in errors["sse-command"]
     assert all(error.server == name for name, error in config.errors.items())
     assert "off" not in config.names
 

@@ -1,10 +1,13 @@
 """The official MCP client conformance suite (npm ``@modelcontextprotocol/conformance``) against McpClient.
 
-Runs what ``make conformance`` runs, one scenario at a time: the suite (on the
-Node 22 that ``npm ci --prefix tests/node`` installs, with the loopback
-preload so its scenario servers listen on 127.0.0.1 only) plays the server and
-starts tests/conformance/client.py with the server's URL.  A scenario passes
-when the suite exits 0 and its checks.json holds successes and no failure or
+Runs what ``make conformance`` runs, one scenario at a time, for the two
+pinned versions of the suite: 0.1.16 (the 2025-11-25 scenarios) and
+0.2.0-alpha.12 (installed as the npm alias ``conformance-next``: both eras,
+2025-11-25 and 2026-07-28, and the extensions).  The suite (on the Node 22
+that ``npm ci --prefix tests/node`` installs, with the loopback preload so its
+scenario servers listen on 127.0.0.1 only) plays the server and starts
+tests/conformance/client.py with the server's URL.  A scenario passes when
+the suite exits 0 and its checks.json holds successes and no failure or
 warning.
 """
 
@@ -21,11 +24,20 @@ import pytest
 from .peers.mcp_launch import LOOPBACK_PRELOAD, NODE_DIR, NpmMissing, ensure_node_modules, node22_binary
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CONFORMANCE_JS = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+CONFORMANCE_DIR = Path(__file__).resolve().parent / "conformance"
+#: Each pinned suite: its version -> (its entry point, the file listing its client scenarios).
+#: (The Makefile's `conformance` target reads the same files.)
+SUITES = {
+    "0.1.16": (NODE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance", "scenarios.txt"),
+    "0.2.0-alpha.12": (NODE_DIR / "node_modules" / "conformance-next", "scenarios-next.txt"),
+}
 CLIENT = "tests/conformance/client.py"
-#: The client scenarios issue 4 requires (the auth ones belong to a later issue).
-#: Every client scenario of the pinned suite (the Makefile's `conformance` target reads the same file).
-SCENARIOS = (Path(__file__).resolve().parent / "conformance" / "scenarios.txt").read_text().split()
+#: Every (suite, scenario) pair: every client scenario of both suites.
+SCENARIOS = [
+    (version, scenario)
+    for version, (_, listing) in SUITES.items()
+    for scenario in (CONFORMANCE_DIR / listing).read_text().split()
+]
 #: How long one scenario may take in all (the suite gives the client 30 s).
 SCENARIO_TIMEOUT_S = 90.0
 
@@ -47,13 +59,14 @@ def node22() -> str:
     return binary
 
 
-def conformance_command(node: str, scenario: str, output_dir: Path) -> List[str]:
-    """The argv ``make conformance`` runs for one scenario (with this interpreter)."""
+def conformance_command(node: str, version: str, scenario: str, output_dir: Path) -> List[str]:
+    """The argv ``make conformance`` runs for one scenario of one suite (with this interpreter)."""
+    package, _ = SUITES[version]
     return [
         node,
         "--require",
         str(LOOPBACK_PRELOAD),
-        str(CONFORMANCE_JS),
+        str(package / "dist" / "index.js"),
         "client",
         "--command",
         f"{sys.executable} {CLIENT}",
@@ -64,10 +77,19 @@ def conformance_command(node: str, scenario: str, output_dir: Path) -> List[str]
     ]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_conformance_scenario(scenario: str, node22: str, tmp_path: Path) -> None:
+def test_the_suites_are_the_pinned_versions() -> None:
+    for version, (package, _) in SUITES.items():
+        metadata = json.loads((package / "package.json").read_text()) if package.exists() else {}
+        if metadata:
+            assert metadata["version"] == version
+    assert len([pair for pair in SCENARIOS if pair[0] == "0.1.16"]) == 26
+    assert len([pair for pair in SCENARIOS if pair[0] == "0.2.0-alpha.12"]) == 48
+
+
+@pytest.mark.parametrize(("version", "scenario"), SCENARIOS, ids=[f"{v}:{s}" for v, s in SCENARIOS])
+def test_conformance_scenario(version: str, scenario: str, node22: str, tmp_path: Path) -> None:
     done = subprocess.run(
-        conformance_command(node22, scenario, tmp_path),
+        conformance_command(node22, version, scenario, tmp_path),
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
         capture_output=True,

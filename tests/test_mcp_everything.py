@@ -2,10 +2,13 @@
 
 Installed into tests/node/node_modules from the committed package.json and
 package-lock.json (``make test`` does it; these tests do it too when it is
-missing).  It runs over stdio, and over Streamable HTTP on 127.0.0.1: the
-server binds every interface, so it is started with the ``--require``
+missing).  It runs over stdio, over Streamable HTTP, and over the legacy
+HTTP+SSE transport (its ``sse`` mode, through ``SseTransport``) on 127.0.0.1:
+the server binds every interface, so it is started with the ``--require``
 preload tests/node/loopback.cjs, which forces 127.0.0.1 (checked below) and
-prints the port it got (``PORT=0``: no port is guessed).
+prints the port it got (``PORT=0``: no port is guessed).  It speaks the
+session era only (the TypeScript SDK 1.x): ``mode="auto"`` finds that out
+with its ``server/discover`` probe and falls back to ``initialize``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from jsonrpc_threads import StdioTransport
+from jsonrpc_threads import SseTransport, StdioTransport
 from jsonrpc_threads.mcp import McpClient
 from jsonrpc_threads.transports.http import HttpTransport
 
@@ -58,17 +61,30 @@ def http_url(node: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-@pytest.fixture(params=["stdio", "http"])
-def connect(request: pytest.FixtureRequest, node: str, http_url: str) -> Any:
+@pytest.fixture(scope="module")
+def sse_url(node: str) -> Iterator[str]:
+    argv = [node, "--require", str(LOOPBACK_PRELOAD), str(EVERYTHING_JS), "sse"]
+    with ServerProcess(argv, env=node_env(PORT="0"), name="everything-sse") as server:
+        port = server.wait_for(r"loopback: listening on 127\.0\.0\.1:(\d+)").group(1)
+        server.wait_for(r"Server is running")
+        addresses = server.listening_addresses()
+        assert addresses and all(address.startswith("127.0.0.1:") for address in addresses), addresses
+        yield f"http://127.0.0.1:{port}/sse"
+
+
+@pytest.fixture(params=["stdio", "http", "sse"])
+def connect(request: pytest.FixtureRequest, node: str, http_url: str, sse_url: str) -> Any:
     """``connect(**options) -> McpClient`` for the reference server over one transport.
 
-    (The HTTP server is module-scoped, so it is up before each test's leak check starts.)
+    (The HTTP servers are module-scoped, so they are up before each test's leak check starts.)
     """
 
     def make(**options: Any) -> McpClient:
         options.setdefault("default_timeout", WAIT_S)
         if request.param == "stdio":
             return McpClient(StdioTransport([node, str(EVERYTHING_JS), "stdio"]), **options)
+        if request.param == "sse":
+            return McpClient(SseTransport(sse_url), **options)
         return McpClient(HttpTransport(http_url), **options)
 
     return make
@@ -90,6 +106,7 @@ def text_of(result: Any) -> str:
 
 def test_list_tools_and_echo(connect: Any) -> None:
     with connect() as client:
+        assert client.era == "session"  # mode="auto": server/discover was refused, initialize followed
         assert client.server_info["name"] == "mcp-servers/everything"
         assert client.instructions
         names = {tool["name"] for tool in client.list_tools()}
@@ -142,3 +159,9 @@ def test_sampling_elicitation_and_roots_requests_are_answered(connect: Any) -> N
         assert "file:///work/project" in roots and "project" in roots
         # The server asked for the roots on its own (over HTTP: on the GET stream) and logged it.
         assert roots_synced.wait(WAIT_S), logs
+
+
+def test_an_sse_url_given_as_streamable_http_falls_back_to_the_legacy_transport(sse_url: str) -> None:
+    with McpClient(HttpTransport(sse_url), default_timeout=WAIT_S) as client:
+        assert isinstance(client.rpc.transport, SseTransport)
+        assert client.call_tool("echo", {"message": "fallback"})["content"][0]["text"] == "Echo: fallback"

@@ -1,5 +1,13 @@
 """McpClient against servers written with the official Python SDK (PyPI ``mcp``), run as real child processes.
 
+The SDK 2.x speaks both eras of MCP, so every test of the ``MCPServer`` peer
+runs twice: with ``mode="stateless"`` (revision 2026-07-28) and with
+``mode="session"`` (the ``initialize`` handshake, 2025-11-25), through the
+``era`` fixture.  Where the eras differ by design (the notifications of the
+stateless era come on ``subscriptions/listen``, its log messages only when a
+request asks for them, cancellation over HTTP is the closed stream), the
+test says which it checks.
+
 - tests/peers/mcp_sdk_server.py: an ``MCPServer`` app, over stdio and over
   Streamable HTTP on 127.0.0.1 (stateful with SSE answers, and
   ``stateless_http=True, json_response=True``);
@@ -22,8 +30,14 @@ from typing import Any, Dict, Iterator, List
 import pytest
 import requests
 
-from jsonrpc_threads import JsonRpcError, MethodNotFound, RequestTimeout, StdioTransport, TransportClosed
-from jsonrpc_threads.mcp import LATEST_PROTOCOL_VERSION, McpClient, ProtocolVersionError
+from jsonrpc_threads import JsonRpcError, RequestTimeout, StdioTransport, TransportClosed
+from jsonrpc_threads.errors import MissingClientCapability
+from jsonrpc_threads.mcp import (
+    LATEST_PROTOCOL_VERSION,
+    LATEST_SESSION_PROTOCOL_VERSION,
+    McpClient,
+    ProtocolVersionError,
+)
 from jsonrpc_threads.transports.http import HttpTransport
 
 from .conftest import peer_command
@@ -45,14 +59,29 @@ def elicitation(params: Dict[str, Any]) -> Dict[str, Any]:
     return {"action": "accept", "content": {"name": "Ada"}}
 
 
-def sdk_stdio(*flags: str, **options: Any) -> McpClient:
-    options.setdefault("default_timeout", WAIT_S)
-    return McpClient(StdioTransport(peer_command("mcp_sdk_server", *flags)), **options)
+ERAS = ["stateless", "session"]
+#: What the client declares in the stateless era beyond the handlers: the tasks extension.
+EXTENSIONS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
-def lowlevel_stdio(*flags: str, **options: Any) -> McpClient:
+@pytest.fixture(params=ERAS)
+def era(request: pytest.FixtureRequest) -> str:
+    """The era a test runs in: ``mode="stateless"`` or ``mode="session"``."""
+    return str(request.param)
+
+
+def version_of(era: str) -> str:
+    return LATEST_PROTOCOL_VERSION if era == "stateless" else LATEST_SESSION_PROTOCOL_VERSION
+
+
+def sdk_stdio(era: str, *flags: str, **options: Any) -> McpClient:
     options.setdefault("default_timeout", WAIT_S)
-    return McpClient(StdioTransport(peer_command("mcp_lowlevel_server", *flags)), **options)
+    return McpClient(StdioTransport(peer_command("mcp_sdk_server", *flags)), mode=era, **options)
+
+
+def lowlevel_stdio(*flags: str, mode: str = "session", **options: Any) -> McpClient:
+    options.setdefault("default_timeout", WAIT_S)
+    return McpClient(StdioTransport(peer_command("mcp_lowlevel_server", *flags)), mode=mode, **options)
 
 
 def text_of(result: Any) -> str:
@@ -62,17 +91,19 @@ def text_of(result: Any) -> str:
 # -- stdio: the MCPServer app ---------------------------------------------------------
 
 
-def test_handshake_server_info_and_capabilities() -> None:
-    with sdk_stdio() as client:
-        assert client.protocol_version == LATEST_PROTOCOL_VERSION
+def test_handshake_server_info_and_capabilities(era: str) -> None:
+    with sdk_stdio(era) as client:
+        assert client.era == era
+        assert client.protocol_version == version_of(era)
+        assert client.call_tool("era")["structuredContent"] == {"result": version_of(era)}
         assert client.server_info == {"name": "jsonrpc-threads-sdk-peer", "version": "1.0.0"}
         assert {"tools", "resources", "prompts", "completions"} <= set(client.server_capabilities)
         assert client.instructions is not None and "test peer" in client.instructions
         assert client.ping() is None
 
 
-def test_tools_list_and_call() -> None:
-    with sdk_stdio() as client:
+def test_tools_list_and_call(era: str) -> None:
+    with sdk_stdio(era) as client:
         tools = {tool["name"]: tool for tool in client.list_tools()}
         assert {"add", "count", "fail", "ask_client", "never", "crash"} <= set(tools)
         assert tools["add"]["inputSchema"]["required"] == ["a", "b"]
@@ -82,7 +113,7 @@ def test_tools_list_and_call() -> None:
         assert text_of(result) == "42"
 
 
-def test_progress_reaches_on_progress_before_call_tool_returns() -> None:
+def test_progress_reaches_on_progress_before_call_tool_returns(era: str) -> None:
     reports: List[Dict[str, Any]] = []
     threads: List[str] = []
 
@@ -90,7 +121,7 @@ def test_progress_reaches_on_progress_before_call_tool_returns() -> None:
         threads.append(threading.current_thread().name)
         reports.append(params)
 
-    with sdk_stdio() as client:
+    with sdk_stdio(era) as client:
         result = client.call_tool("count", {"steps": 10}, on_progress=on_progress)
         # Every report was delivered before call_tool returned: no waiting here.
         assert text_of(result) == "counted 10"
@@ -106,9 +137,9 @@ def test_progress_reaches_on_progress_before_call_tool_returns() -> None:
         assert second[0]["progressToken"] != reports[0]["progressToken"]
 
 
-def test_reset_timeout_on_progress_and_its_hard_limit() -> None:
+def test_reset_timeout_on_progress_and_its_hard_limit(era: str) -> None:
     reports: List[Dict[str, Any]] = []
-    with sdk_stdio() as client:
+    with sdk_stdio(era) as client:
         # 12 steps 0.1 s apart: 1.2 s in all, longer than the 1 s timeout, which each report restarts.
         started = time.monotonic()
         result = client.call_tool(
@@ -138,8 +169,8 @@ def test_reset_timeout_on_progress_and_its_hard_limit() -> None:
         assert client.call_tool("add", {"a": 1, "b": 1})["structuredContent"] == {"result": 2}
 
 
-def test_tool_error_is_returned_as_data() -> None:
-    with sdk_stdio() as client:
+def test_tool_error_is_returned_as_data(era: str) -> None:
+    with sdk_stdio(era) as client:
         result = client.call_tool("fail", {"message": "the disk is full"})
         assert result["isError"] is True
         assert "the disk is full" in text_of(result)
@@ -148,8 +179,8 @@ def test_tool_error_is_returned_as_data() -> None:
         assert bad["isError"] is True
 
 
-def test_resources_templates_and_read() -> None:
-    with sdk_stdio() as client:
+def test_resources_templates_and_read(era: str) -> None:
+    with sdk_stdio(era) as client:
         resources = client.list_resources()
         assert [(r["uri"], r["name"], r["mimeType"]) for r in resources] == [
             ("memo://greeting", "greeting", "text/plain")
@@ -166,8 +197,8 @@ def test_resources_templates_and_read() -> None:
         assert caught.value.code == -32602
 
 
-def test_prompts_and_completion() -> None:
-    with sdk_stdio() as client:
+def test_prompts_and_completion(era: str) -> None:
+    with sdk_stdio(era) as client:
         prompts = client.list_prompts()
         assert [(p["name"], p["arguments"][0]["name"]) for p in prompts] == [("review", "code")]
         rendered = client.get_prompt("review", {"code": "x = 1"})
@@ -179,7 +210,7 @@ def test_prompts_and_completion() -> None:
         assert completion["completion"]["values"] == ["alice", "albert"]
 
 
-def test_roots_sampling_and_elicitation_answered_by_the_client() -> None:
+def test_roots_sampling_and_elicitation_answered_by_the_client(era: str) -> None:
     seen_threads: List[str] = []
 
     def sample(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -187,9 +218,11 @@ def test_roots_sampling_and_elicitation_answered_by_the_client() -> None:
         assert params["maxTokens"] == 20
         return sampling(params)
 
-    with sdk_stdio(roots=ROOTS, on_sampling=sample, on_elicitation=elicitation) as client:
+    with sdk_stdio(era, roots=ROOTS, on_sampling=sample, on_elicitation=elicitation) as client:
         declared = client.call_tool("client_capabilities")["structuredContent"]["result"]
-        assert set(declared) == {"roots", "sampling", "elicitation"}
+        expected = {"roots", "sampling", "elicitation"} | ({"extensions"} if era == "stateless" else set())
+        assert set(declared) == expected
+        # Stateless era: one input_required round, answered from the same handlers, then the call again.
         answers = client.call_tool("ask_client")["structuredContent"]["result"]
     assert answers["roots"] == {"roots": [{"uri": "file:///work/project", "name": "project"}, {"uri": "file:///tmp"}]}
     assert answers["sampling"]["content"] == {"type": "text", "text": "echo: Say hi"}
@@ -199,20 +232,23 @@ def test_roots_sampling_and_elicitation_answered_by_the_client() -> None:
     assert seen_threads and not any("reader" in name for name in seen_threads)
 
 
-def test_capabilities_are_declared_only_for_the_handlers_given() -> None:
-    with sdk_stdio() as client:
-        assert client.call_tool("client_capabilities")["structuredContent"]["result"] == {}
-        # Without a handler the server's request is answered -32601, which the SDK passes on.
-        with pytest.raises(MethodNotFound) as caught:
+def test_capabilities_are_declared_only_for_the_handlers_given(era: str) -> None:
+    with sdk_stdio(era) as client:
+        declared = client.call_tool("client_capabilities")["structuredContent"]["result"]
+        assert declared == (EXTENSIONS if era == "stateless" else {})
+        # Without the roots handler the server refuses with MCP's -32021, as its class.
+        with pytest.raises(MissingClientCapability) as caught:
             client.call_tool("ask_client")
-        assert "roots/list" in caught.value.message
+        assert caught.value.required_capabilities == {"roots": {}}
+    if era == "stateless":
+        return  # no channel of the server's own in the stateless era
     calls: List[int] = []
 
     def roots() -> List[str]:
         calls.append(1)
         return [f"file:///call/{len(calls)}"]
 
-    with sdk_stdio(roots=roots) as client:
+    with sdk_stdio(era, roots=roots) as client:
         assert set(client.call_tool("client_capabilities")["structuredContent"]["result"]) == {"roots"}
         first = client.call_tool("roots_standalone")["structuredContent"]["result"]
         second = client.call_tool("roots_standalone")["structuredContent"]["result"]
@@ -220,8 +256,8 @@ def test_capabilities_are_declared_only_for_the_handlers_given() -> None:
     assert second == {"roots": [{"uri": "file:///call/2"}]}
 
 
-def test_timeout_sends_notifications_cancelled_to_the_server() -> None:
-    with sdk_stdio() as client:
+def test_timeout_sends_notifications_cancelled_to_the_server(era: str) -> None:
+    with sdk_stdio(era) as client:
         started = time.monotonic()
         with pytest.raises(RequestTimeout) as caught:
             client.call_tool("never", timeout=0.5)
@@ -235,8 +271,8 @@ def test_timeout_sends_notifications_cancelled_to_the_server() -> None:
         assert client.call_tool("add", {"a": 1, "b": 2})["structuredContent"] == {"result": 3}
 
 
-def test_server_exiting_during_a_call_is_transport_closed_with_its_exit_code() -> None:
-    with sdk_stdio() as client:
+def test_server_exiting_during_a_call_is_transport_closed_with_its_exit_code(era: str) -> None:
+    with sdk_stdio(era) as client:
         with pytest.raises(TransportClosed) as caught:
             client.call_tool("crash", {"code": 3})
         assert isinstance(caught.value, ConnectionError)
@@ -248,8 +284,15 @@ def test_server_exiting_during_a_call_is_transport_closed_with_its_exit_code() -
         assert time.monotonic() - started < 1.0
 
 
-def test_log_messages_go_to_the_logging_module_by_default(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.DEBUG, logger="jsonrpc_threads.mcp.server_log"), sdk_stdio() as client:
+def ask_for_logs(client: McpClient, era: str) -> None:
+    """The stateless era sends log messages only to requests that name a level (MCPServer sends all in the other)."""
+    if era == "stateless":
+        client.set_logging_level("debug")
+
+
+def test_log_messages_go_to_the_logging_module_by_default(era: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="jsonrpc_threads.mcp.server_log"), sdk_stdio(era) as client:
+        ask_for_logs(client, era)
         client.call_tool("log", {"level": "warning", "message": "disk almost full"})
         client.call_tool("log", {"level": "debug", "message": "details"})
     records = [r for r in caplog.records if r.name == "jsonrpc_threads.mcp.server_log"]
@@ -259,30 +302,36 @@ def test_log_messages_go_to_the_logging_module_by_default(caplog: pytest.LogCapt
     ]
 
 
-def test_log_messages_go_to_on_log_when_given() -> None:
+def test_log_messages_go_to_on_log_when_given(era: str) -> None:
     logs: List[Dict[str, Any]] = []
-    with sdk_stdio(on_log=logs.append) as client:
+    with sdk_stdio(era, on_log=logs.append) as client:
+        ask_for_logs(client, era)
         client.call_tool("log", {"level": "error", "message": "oops"})
         assert logs == [{"level": "error", "logger": "sdk-peer", "data": "oops"}]
 
 
-def test_list_changed_callbacks() -> None:
+def test_list_changed_callbacks(era: str) -> None:
     changed = {name: threading.Event() for name in ("tools", "prompts", "resources")}
     with sdk_stdio(
+        era,
         on_tools_changed=changed["tools"].set,
         on_prompts_changed=changed["prompts"].set,
         on_resources_changed=changed["resources"].set,
     ) as client:
         assert "extra" not in {tool["name"] for tool in client.list_tools()}
         client.call_tool("change_lists")
-        # Notifications sent before the result are handled before call_tool returns.
-        assert all(event.is_set() for event in changed.values())
+        if era == "session":
+            # Notifications sent before the result are handled before call_tool returns.
+            assert all(event.is_set() for event in changed.values())
+        else:
+            # They come on the subscriptions/listen stream, opened for these callbacks: no order with the call.
+            assert all(event.wait(WAIT_S) for event in changed.values())
         assert "extra" in {tool["name"] for tool in client.list_tools()}
         assert text_of(client.call_tool("extra")) == "extra"
 
 
-def test_many_threads_share_one_session() -> None:
-    with sdk_stdio() as client, ThreadPoolExecutor(8) as pool:
+def test_many_threads_share_one_session(era: str) -> None:
+    with sdk_stdio(era) as client, ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(client.call_tool, "add", {"a": i, "b": i}) for i in range(40)]
         assert [f.result(WAIT_S)["structuredContent"]["result"] for f in futures] == [2 * i for i in range(40)]
 
@@ -290,15 +339,17 @@ def test_many_threads_share_one_session() -> None:
 def test_config_entry_instead_of_a_transport() -> None:
     argv = peer_command("mcp_sdk_server")
     with McpClient({"command": argv[0], "args": argv[1:]}, default_timeout=WAIT_S) as client:
+        assert client.era == "stateless"  # mode="auto": the SDK 2.x speaks 2026-07-28
         assert client.call_tool("add", {"a": 1, "b": 1})["structuredContent"] == {"result": 2}
 
 
 # -- stdio: the low-level SDK server ------------------------------------------------------
 
 
-def test_pagination_follows_every_page() -> None:
+@pytest.mark.parametrize("mode", ERAS)
+def test_pagination_follows_every_page(mode: str) -> None:
     # 150 items, 2 per page: 75 pages for each list (76 for tools, which has two more).
-    with lowlevel_stdio("--items", "150", "--page-size", "2") as client:
+    with lowlevel_stdio("--items", "150", "--page-size", "2", mode=mode) as client:
         tools = client.list_tools()
         assert [t["name"] for t in tools] == [f"tool-{i}" for i in range(150)] + ["log_all", "touch"]
         assert [r["uri"] for r in client.list_resources()] == [f"memo://res/{i}" for i in range(150)]
@@ -324,6 +375,39 @@ def test_set_logging_level_filters_what_the_server_sends() -> None:
         assert logs[0] == {"level": "error", "logger": "lowlevel-peer", "data": "error message"}
 
 
+def test_stateless_log_level_goes_into_every_request() -> None:
+    logs: List[Dict[str, Any]] = []
+    with sdk_stdio("stateless", on_log=logs.append) as client:
+        client.call_tool("log", {"level": "error", "message": "unasked"})
+        assert logs == []  # no logLevel in the request's _meta: the server must not log
+        client.set_logging_level("error")
+        client.call_tool("log", {"level": "warning", "message": "below the level"})
+        client.call_tool("log", {"level": "error", "message": "at the level"})
+    assert [entry["data"] for entry in logs] == ["at the level"]
+
+
+def test_stateless_subscribe_and_resource_updated() -> None:
+    updated: List[str] = []
+    arrived = threading.Event()
+
+    def on_updated(uri: str) -> None:
+        updated.append(uri)
+        arrived.set()
+
+    with sdk_stdio("stateless", on_resource_updated=on_updated) as client:
+        # subscriptions/listen with resourceSubscriptions, returned once the server acknowledged it.
+        client.subscribe_resource("memo://greeting")
+        client.call_tool("touch", {"uri": "memo://greeting"})
+        assert arrived.wait(WAIT_S)
+        assert updated == ["memo://greeting"]
+        arrived.clear()
+        client.unsubscribe_resource("memo://greeting")
+        client.call_tool("touch", {"uri": "memo://greeting"})
+        client.call_tool("touch", {"uri": "memo://other"})
+        assert client.call_tool("add", {"a": 1, "b": 1})["structuredContent"] == {"result": 2}
+    assert updated == ["memo://greeting"]
+
+
 def test_subscribe_and_resource_updated() -> None:
     updated: List[str] = []
     with lowlevel_stdio(on_resource_updated=updated.append) as client:
@@ -341,12 +425,13 @@ def test_subscribe_and_resource_updated() -> None:
 
 
 def test_unknown_protocol_version_fails_clearly_and_closes_the_client() -> None:
+    # mode="auto": the peer answers server/discover with {} (no discover result), so initialize follows.
     transport = StdioTransport(peer_command("mcp_bad_version"))
     client = McpClient(transport, default_timeout=WAIT_S)
     with pytest.raises(ProtocolVersionError) as caught, client:
         pass
     assert caught.value.version == "1999-01-01"
-    assert "1999-01-01" in str(caught.value) and LATEST_PROTOCOL_VERSION in str(caught.value)
+    assert "1999-01-01" in str(caught.value) and LATEST_SESSION_PROTOCOL_VERSION in str(caught.value)
     assert client.rpc.closed
     assert transport.returncode is not None  # the child was reclaimed
     with pytest.raises(TransportClosed):
@@ -356,6 +441,7 @@ def test_unknown_protocol_version_fails_clearly_and_closes_the_client() -> None:
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
 def test_older_protocol_versions_are_accepted(version: str) -> None:
     with McpClient(StdioTransport(peer_command("mcp_bad_version", version)), default_timeout=WAIT_S) as client:
+        assert client.era == "session"
         assert client.protocol_version == version
         client.ping()
 
@@ -375,9 +461,9 @@ def stateless_url() -> Iterator[str]:
         yield server.wait_for(r"listening on (\S+)").group(1)
 
 
-def http_client(url: str, **options: Any) -> McpClient:
+def http_client(url: str, mode: str = "session", **options: Any) -> McpClient:
     options.setdefault("default_timeout", WAIT_S)
-    return McpClient(HttpTransport(url), **options)
+    return McpClient(HttpTransport(url), mode=mode, **options)
 
 
 def test_http_stateful_session_headers_progress_and_requests(stateful_url: str) -> None:
@@ -387,14 +473,14 @@ def test_http_stateful_session_headers_progress_and_requests(stateful_url: str) 
         assert isinstance(transport, HttpTransport)
         session_id = transport.session_id
         assert session_id
-        assert client.protocol_version == LATEST_PROTOCOL_VERSION
+        assert client.protocol_version == LATEST_SESSION_PROTOCOL_VERSION
         headers = client.call_tool("request_headers")["structuredContent"]["result"]
         assert headers["mcp-session-id"] == session_id
-        assert headers["mcp-protocol-version"] == LATEST_PROTOCOL_VERSION
+        assert headers["mcp-protocol-version"] == LATEST_SESSION_PROTOCOL_VERSION
         result = client.call_tool("count", {"steps": 5}, on_progress=reports.append)
         assert text_of(result) == "counted 5"
         assert [r["progress"] for r in reports] == [1, 2, 3, 4, 5]
-        answers = client.call_tool("ask_client")["structuredContent"]["result"]
+        answers = client.call_tool("ask_client_on_stream")["structuredContent"]["result"]
         assert answers["elicitation"] == {"action": "accept", "content": {"name": "Ada", "age": 30}}
         assert answers["sampling"]["content"]["text"] == "echo: Say hi"
         assert len(answers["roots"]["roots"]) == 2
@@ -429,7 +515,7 @@ def test_http_expired_session_is_renewed_transparently(stateful_url: str) -> Non
         # End the session behind the client's back, as a server restart or an idle reaper would.
         ended = requests.delete(
             stateful_url,
-            headers={"Mcp-Session-Id": old_session, "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION},
+            headers={"Mcp-Session-Id": old_session, "MCP-Protocol-Version": LATEST_SESSION_PROTOCOL_VERSION},
             timeout=WAIT_S,
         )
         assert ended.status_code == 200
@@ -449,7 +535,7 @@ def test_http_expired_session_is_renewed_transparently(stateful_url: str) -> Non
         assert transport.session_id not in (None, old_session)
         headers = client.call_tool("request_headers")["structuredContent"]["result"]
         assert headers["mcp-session-id"] == transport.session_id
-        assert headers["mcp-protocol-version"] == LATEST_PROTOCOL_VERSION
+        assert headers["mcp-protocol-version"] == LATEST_SESSION_PROTOCOL_VERSION
 
 
 def test_http_stateless_json(stateless_url: str) -> None:
@@ -458,10 +544,10 @@ def test_http_stateless_json(stateless_url: str) -> None:
         transport = client.rpc.transport
         assert isinstance(transport, HttpTransport)
         assert transport.session_id is None
-        assert client.protocol_version == LATEST_PROTOCOL_VERSION
+        assert client.protocol_version == LATEST_SESSION_PROTOCOL_VERSION
         assert "add" in {tool["name"] for tool in client.list_tools()}
         headers = client.call_tool("request_headers")["structuredContent"]["result"]
-        assert headers["mcp-protocol-version"] == LATEST_PROTOCOL_VERSION
+        assert headers["mcp-protocol-version"] == LATEST_SESSION_PROTOCOL_VERSION
         assert "mcp-session-id" not in headers
         # JSON answers cannot carry progress; the call still returns its result.
         assert text_of(client.call_tool("count", {"steps": 3}, on_progress=reports.append)) == "counted 3"
@@ -469,3 +555,47 @@ def test_http_stateless_json(stateless_url: str) -> None:
         with ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(client.call_tool, "add", {"a": i, "b": 1}) for i in range(12)]
             assert [f.result(WAIT_S)["structuredContent"]["result"] for f in futures] == [i + 1 for i in range(12)]
+
+
+# -- Streamable HTTP in the stateless era (2026-07-28) -----------------------------------------
+
+
+@pytest.mark.parametrize("server", ["stateful_url", "stateless_url"])
+def test_http_stateless_era_headers_progress_and_input_rounds(server: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(server)
+    reports: List[Dict[str, Any]] = []
+    with http_client(url, "auto", roots=ROOTS, on_sampling=sampling, on_elicitation=elicitation) as client:
+        transport = client.rpc.transport
+        assert isinstance(transport, HttpTransport)
+        assert client.era == "stateless" and client.protocol_version == LATEST_PROTOCOL_VERSION
+        headers = client.call_tool("request_headers")["structuredContent"]["result"]
+        assert headers["mcp-protocol-version"] == LATEST_PROTOCOL_VERSION
+        assert headers["mcp-method"] == "tools/call"
+        assert headers["mcp-name"] == "request_headers"
+        assert "mcp-session-id" not in headers and transport.session_id is None
+        result = client.call_tool("count", {"steps": 4}, on_progress=reports.append)
+        assert text_of(result) == "counted 4"
+        if server == "stateful_url":  # SSE answers carry progress; JSON answers cannot
+            assert [r["progress"] for r in reports] == [1, 2, 3, 4]
+        answers = client.call_tool("ask_client")["structuredContent"]["result"]
+        assert answers["elicitation"] == {"action": "accept", "content": {"name": "Ada", "age": 30}}
+        assert answers["sampling"]["content"]["text"] == "echo: Say hi"
+        assert len(answers["roots"]["roots"]) == 2
+        assert client.read_resource("memo://greeting")["contents"][0]["text"] == "hello from the sdk peer"
+
+
+def test_http_stateless_era_timeout_closes_the_stream(stateful_url: str) -> None:
+    with http_client(stateful_url, "stateless") as client:
+        with pytest.raises(RequestTimeout) as caught:
+            client.call_tool("never", timeout=0.5)
+        # No notifications/cancelled in this era over HTTP: the closed stream cancelled the handler.
+        abandoned = client.call_tool("abandoned", {"wait": WAIT_S})["structuredContent"]["result"]
+        assert str(caught.value.request_id) in abandoned
+        assert client.call_tool("add", {"a": 1, "b": 2})["structuredContent"] == {"result": 3}
+
+
+def test_http_stateless_era_list_changed_on_subscriptions_listen(stateful_url: str) -> None:
+    changed = threading.Event()
+    with http_client(stateful_url, "stateless", on_tools_changed=changed.set) as client:
+        client.call_tool("change_lists")
+        assert changed.wait(WAIT_S)

@@ -75,6 +75,9 @@ def test_an_entry_is_checked_and_expanded_once_into_a_server_config() -> None:
     )
     remote = parse_entry(None, {"type": "streamable-http", "url": "https://${HOST}/mcp"}, {"HOST": "example.com"})
     assert (remote.transport, remote.url, dict(remote.headers)) == ("http", "https://example.com/mcp", {})
+    legacy = parse_entry(None, {"type": "sse", "url": "http://${HOST}/sse", "headers": {"K": "v"}}, {"HOST": "h"})
+    assert (legacy.transport, legacy.url, dict(legacy.headers)) == ("sse", "http://h/sse", {"K": "v"})
+    assert parse_entry(None, legacy.entry(), {}) == legacy
 
 
 @pytest.mark.parametrize(
@@ -82,7 +85,7 @@ def test_an_entry_is_checked_and_expanded_once_into_a_server_config() -> None:
     [
         ({"url": "http://127.0.0.1:1/mcp", "command": "x"}, "keep one, not both"),
         ({"args": []}, "needs 'command' (stdio) or 'url' (HTTP)"),
-        ({"type": "sse", "url": "http://127.0.0.1:1/sse"}, "('type': 'sse') is not supported"),
+        ({"type": "sse", "command": "x"}, "server type 'sse' does not take a 'command'"),
         ({"type": "stdio", "url": "http://127.0.0.1:1/mcp"}, "server type 'stdio' does not take a 'url'"),
         ({"url": "ftp://127.0.0.1/mcp"}, "must start with http:// or https://"),
         ({"command": "  "}, "'command' must be a non-empty string"),

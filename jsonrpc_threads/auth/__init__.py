@@ -18,7 +18,7 @@ pre-registered clients, client ID metadata documents, headless
 
 from ..errors import AuthorizationError
 from ._oauth import DEFAULT_MAX_AUTHORIZATIONS, DEFAULT_REFRESH_MARGIN_S, OAuth
-from .grants import AssertionProvider, AssertionRequest, CrossAppAccess
+from .grants import AssertionProvider, AssertionRequest, CrossAppAccess, WorkloadIdentity
 from .loopback import LoopbackAuthorizer, RedirectListener
 from .store import FileTokenStore, MemoryTokenStore, TokenStore
 
@@ -35,4 +35,5 @@ __all__ = [
     "OAuth",
     "RedirectListener",
     "TokenStore",
+    "WorkloadIdentity",
 ]

@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
+from ..errors import AuthorizationError
 from ..transports.http import url_label
+from ._dpop import DpopKey, Nonces, load_key
+from ._dpop import supports as dpop_supports
 from ._http import FlowHttp
 from ._metadata import Challenge, select_scopes
 from .grants import AssertionProvider
@@ -50,6 +53,7 @@ class Config:
     refresh_margin: float
     timeout: Tuple[float, float]
     verify: Union[bool, str]
+    dpop: Union[bool, str] = "auto"
 
 
 @dataclass(frozen=True)
@@ -83,12 +87,51 @@ class FlowContext:
         server_url: the MCP server's URL.
         http: the run's HTTP client (closed when the run ends).
         entry: the run's copy of the server's stored entry.
+        nonces: the DPoP nonces servers handed out (shared with the server's requests).
+        dpop: the DPoP key the tokens of this run are bound to, once the run decided to use DPoP.
     """
 
     config: Config
     server_url: str
     http: FlowHttp
     entry: Entry
+    nonces: Nonces = field(default_factory=Nonces)
+    dpop: Optional[DpopKey] = None
+
+    def use_dpop(self, discovery: Discovery, trigger: Trigger) -> None:
+        """Decide whether this run's tokens are DPoP-bound; make (or reuse) the key if they are.
+
+        ``dpop=True``: always (the authorization server must support ES256);
+        ``"auto"``: when the authorization server supports ES256 and the MCP
+        server asks for DPoP (a ``DPoP`` challenge, or protected-resource
+        metadata that requires or lists it); ``False``: never.
+
+        Raises:
+            AuthorizationError: ``dpop=True`` and the authorization server does not support ES256 proofs.
+        """
+        setting = self.config.dpop
+        if setting is False:
+            return
+        as_supports = dpop_supports(discovery.metadata)
+        if setting is True:
+            if not as_supports:
+                raise AuthorizationError(
+                    f"DPoP was asked for, but the authorization server {discovery.issuer} does not accept ES256 proofs"
+                )
+        else:
+            prm = discovery.resource_metadata
+            server_asks = (
+                (trigger.challenge is not None and trigger.challenge.is_dpop())
+                or prm.get("dpop_bound_access_tokens_required") is True
+                or dpop_supports(prm)
+            )
+            if not (as_supports and server_asks):
+                return
+        key = load_key(self.entry)
+        if key is None:
+            key = DpopKey()
+            self.entry["dpop_key"] = key.pem
+        self.dpop = key
 
     @property
     def label(self) -> str:

@@ -12,7 +12,7 @@ else ``/authorize``, ``/token`` and ``/register`` there.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 from urllib.parse import urlsplit
 
@@ -45,6 +45,7 @@ class Discovery:
         prm_scopes: the protected resource's ``scopes_supported``, if it said.
         legacy: a 2025-03-26 server (no protected-resource metadata).
         defaults: no authorization-server metadata either: the default endpoints.
+        resource_metadata: the protected-resource metadata document (``{}`` without one).
     """
 
     resource: str
@@ -53,6 +54,7 @@ class Discovery:
     prm_scopes: Optional[List[str]]
     legacy: bool
     defaults: bool
+    resource_metadata: Dict[str, Any] = field(default_factory=dict)
 
 
 def discover(flow: FlowContext, challenge: Optional[Challenge]) -> Discovery:
@@ -110,7 +112,9 @@ def _from_resource_metadata(flow: FlowContext, url: str, document: Dict[str, Any
             )
         scopes = document.get("scopes_supported")
         prm_scopes = [s for s in scopes if isinstance(s, str)] if isinstance(scopes, list) else None
-        return Discovery(resource, issuer, metadata, prm_scopes, legacy=False, defaults=False)
+        return Discovery(
+            resource, issuer, metadata, prm_scopes, legacy=False, defaults=False, resource_metadata=document
+        )
     raise AuthorizationError(f"no authorization server metadata for {issuer} ({'; '.join(tried)})")
 
 

@@ -30,6 +30,7 @@ from ..errors import AuthorizationError
 from ._authorization_code import authorization_code
 from ._context import AUTHORIZATION_CODE, Config, FlowContext, Trigger
 from ._discovery import discover
+from ._dpop import TOKEN_TYPE, Nonces, load_key
 from ._http import FlowHttp
 from ._tokens import Token, machine_grant, refresh
 from .store import Entry
@@ -37,7 +38,9 @@ from .store import Entry
 logger = logging.getLogger(__name__)
 
 
-def run_flow(config: Config, server_url: str, entry: Entry, trigger: Trigger, token: Optional[Token]) -> Token:
+def run_flow(
+    config: Config, server_url: str, entry: Entry, trigger: Trigger, token: Optional[Token], nonces: Nonces
+) -> Token:
     """Obtain a new token for ``server_url`` (updating ``entry``); one HTTP session, closed at the end.
 
     Args:
@@ -46,15 +49,19 @@ def run_flow(config: Config, server_url: str, entry: Entry, trigger: Trigger, to
         entry: a private copy of the server's stored entry, updated in place.
         trigger: why the flow runs.
         token: the current token, if any (a refresh starts from it).
+        nonces: the DPoP nonces servers handed out.
 
     Raises:
         AuthorizationError: any step failed or was refused.
     """
     with FlowHttp(timeout=config.timeout, verify=config.verify) as http:
-        flow = FlowContext(config, server_url, http, entry)
+        flow = FlowContext(config, server_url, http, entry, nonces)
+        if token is not None and token.token_type == TOKEN_TYPE:
+            flow.dpop = load_key(entry)  # a refresh of a DPoP-bound token proves the same key
         if trigger.kind == "expired" and config.grant == AUTHORIZATION_CODE and token is not None:
             return refresh(flow, token)
         discovery = discover(flow, trigger.challenge)
+        flow.use_dpop(discovery, trigger)
         if config.grant != AUTHORIZATION_CODE:
             return machine_grant(flow, discovery, trigger)
         if (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import requests
 
@@ -87,6 +87,23 @@ class FlowHttp(Closing):
         Raises:
             AuthorizationError: the server could not be reached.
         """
+        status, document, _ = self.post_answer(url, what, form=form, body=body, headers=headers)
+        return status, document
+
+    def post_answer(
+        self,
+        url: str,
+        what: str,
+        *,
+        form: Optional[str] = None,
+        body: Optional[Dict[str, Any]] = None,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> Tuple[int, Optional[Dict[str, Any]], Mapping[str, str]]:
+        """As :meth:`post`, with the answer's headers too (a ``DPoP-Nonce``).
+
+        Raises:
+            AuthorizationError: the server could not be reached.
+        """
         all_headers = dict(JSON_ACCEPT)
         if headers:
             all_headers.update(headers)
@@ -106,7 +123,7 @@ class FlowHttp(Closing):
         with response:
             status = response.status_code
             logger.debug("%s: POST %s answered %d", what, url_label(url), status)
-            return status, self._read_json(response)
+            return status, self._read_json(response), response.headers
 
     @staticmethod
     def _read_json(response: requests.Response) -> Optional[Dict[str, Any]]:

@@ -51,6 +51,10 @@ class Challenge:
     def is_bearer(self) -> bool:
         return self.scheme.lower() == "bearer"
 
+    def is_dpop(self) -> bool:
+        """A ``DPoP`` challenge (RFC 9449 section 7.1): the server wants DPoP-bound tokens."""
+        return self.scheme.lower() == "dpop"
+
     @property
     def error(self) -> Optional[str]:
         """The ``error`` parameter (``invalid_token``, ``insufficient_scope``), if any."""
@@ -133,6 +137,17 @@ def bearer_challenge(header: Optional[str]) -> Optional[Challenge]:
         if challenge.is_bearer():
             return challenge
     return None
+
+
+def auth_challenge(header: Optional[str]) -> Optional[Challenge]:
+    """The first challenge of a scheme OAuth answers (``Bearer`` or ``DPoP``), or ``None``.
+
+    A ``DPoP`` challenge wins over a ``Bearer`` one in the same header.
+    """
+    if not header:
+        return None
+    found = [c for c in parse_www_authenticate(header) if c.is_bearer() or c.is_dpop()]
+    return next((c for c in found if c.is_dpop()), found[0] if found else None)
 
 
 def split_scopes(value: Optional[str]) -> List[str]:

@@ -32,8 +32,9 @@ from ..errors import AuthorizationError
 from ..transports.http import url_label
 from . import _authlib
 from ._context import AUTHORIZATION_CODE, CLIENT_CREDENTIALS, Authorize, Config
+from ._dpop import DPOP_HEADER, USE_DPOP_NONCE
 from ._http import DEFAULT_FLOW_TIMEOUT_S
-from ._metadata import bearer_challenge, canonical_resource
+from ._metadata import auth_challenge, canonical_resource
 from ._server_auth import ServerAuth
 from .grants import JWT_BEARER_GRANT, AssertionProvider
 from .loopback import LoopbackAuthorizer
@@ -110,6 +111,13 @@ class OAuth(requests.auth.AuthBase):
         refresh_margin: seconds before expiry at which tokens are renewed.
         timeout: (connect, read) seconds of each request to authorization servers.
         verify: TLS verification for those requests, as in ``requests``.
+        dpop: DPoP-bound tokens (RFC 9449, the MCP DPoP extension): ``"auto"``
+            (when the MCP server asks for them, with a ``DPoP`` challenge or in
+            its protected-resource metadata, and the authorization server
+            accepts ES256 proofs), ``True`` (always; an authorization server
+            without DPoP fails), ``False`` (never).  Each request then carries
+            a fresh proof (with the server's nonce when it asks for one); the
+            key is kept with the tokens in the token store.
 
     Raises:
         ImportError: Authlib is not installed (the ``oauth`` extra).
@@ -136,14 +144,17 @@ class OAuth(requests.auth.AuthBase):
         refresh_margin: float = DEFAULT_REFRESH_MARGIN_S,
         timeout: Tuple[float, float] = DEFAULT_FLOW_TIMEOUT_S,
         verify: Union[bool, str] = True,
+        dpop: Union[bool, str] = "auto",
     ) -> None:
         _authlib.require()
+        if dpop not in (True, False, "auto"):
+            raise ValueError("dpop must be True, False or 'auto'")
         if isinstance(scopes, str):
             raise ValueError("scopes must be a list of scope names, not a string")
         if client_credentials and assertion is not None:
             raise ValueError("choose client_credentials=True or assertion=, not both")
-        if (client_credentials or assertion is not None) and not client_id:
-            raise ValueError("client_credentials and assertion need a pre-registered client_id")
+        if client_credentials and not client_id:
+            raise ValueError("client_credentials needs a pre-registered client_id")
         if client_credentials and not client_secret and private_key is None:
             raise ValueError("client_credentials needs client_secret or private_key")
         if max_authorizations < 1:
@@ -180,6 +191,7 @@ class OAuth(requests.auth.AuthBase):
             refresh_margin=refresh_margin,
             timeout=timeout,
             verify=verify,
+            dpop=dpop,
         )
         # _lock guards _servers.
         self._lock = threading.Lock()
@@ -213,9 +225,7 @@ class OAuth(requests.auth.AuthBase):
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         if request.url is None:
             return request
-        header = self._server(request.url).header()
-        if header is not None:
-            request.headers["Authorization"] = header
+        request.headers.update(self._server(request.url).headers(request.method or "GET", request.url, request.body))
         request.register_hook("response", self._on_response)  # type: ignore[no-untyped-call]
         return request
 
@@ -235,14 +245,36 @@ class OAuth(requests.auth.AuthBase):
 
     def _on_response(self, response: requests.Response, **kwargs: Any) -> requests.Response:
         request = response.request
-        if request.url is None:
+        url = request.url
+        if url is None:
             return response
-        server = self._server(request.url)
+        server = self._server(url)
         rounds = 0
+        nonce_retried = False
         while True:
             sent = request.headers.get("Authorization")
             status = response.status_code
-            challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
+            fresh_nonce = server.nonces.note(url, response.headers)
+            challenge = auth_challenge(response.headers.get("WWW-Authenticate"))
+            if (
+                status == 401
+                and challenge is not None
+                and challenge.error == USE_DPOP_NONCE
+                and DPOP_HEADER in request.headers
+                and fresh_nonce
+                and not nonce_retried
+            ):
+                # The server wants a nonce in the proof (RFC 9449 section 9): same token, new proof.
+                nonce_retried = True
+                token = server.token()
+                if token is not None:
+                    headers = server.headers_for(token, request.method or "POST", url, request.body)
+                    _drain(response)
+                    resent = self._resend(response, request, headers, kwargs)
+                    if resent is None:
+                        return response
+                    response, request = resent
+                    continue
             if not _wants_authorization(status, challenge, response) or request.method == "DELETE":
                 if status < 400 and sent:
                     server.confirm(sent)
@@ -250,22 +282,34 @@ class OAuth(requests.auth.AuthBase):
             _drain(response)
             if rounds >= self._config.max_authorizations:
                 raise AuthorizationError(
-                    f"{url_label(request.url)}: still answered {status} after {rounds} authorization(s); giving up",
+                    f"{url_label(url)}: still answered {status} after {rounds} authorization(s); giving up",
                     status_code=status,
                     oauth_error=challenge.error if challenge is not None else None,
                 )
             rounds += 1
-            header = server.handle_challenge(status, challenge, sent)
-            retry = request.copy()
-            retry.headers["Authorization"] = header
-            if not _rewind(retry):
-                logger.debug("%s: the request body cannot be sent again", url_label(request.url))
+            token = server.handle_challenge(status, challenge, sent)
+            logger.debug("%s: %d answered; sending the request again with a new token", url_label(url), status)
+            headers = server.headers_for(token, request.method or "POST", url, request.body)
+            resent = self._resend(response, request, headers, kwargs)
+            if resent is None:
                 return response
-            logger.debug("%s: %d answered; sending the request again with a new token", url_label(request.url), status)
-            new_response = response.connection.send(retry, **kwargs)
-            new_response.history.append(response)
-            new_response.request = retry
-            response, request = new_response, retry
+            response, request = resent
+
+    @staticmethod
+    def _resend(
+        response: requests.Response, request: requests.PreparedRequest, headers: Dict[str, str], kwargs: Dict[str, Any]
+    ) -> Optional[Tuple[requests.Response, requests.PreparedRequest]]:
+        """Send a copy of ``request`` with ``headers`` on the same connection adapter (None: cannot)."""
+        retry = request.copy()
+        retry.headers.pop(DPOP_HEADER, None)
+        retry.headers.update(headers)
+        if not _rewind(retry):
+            logger.debug("%s: the request body cannot be sent again", url_label(request.url or ""))
+            return None
+        new_response = response.connection.send(retry, **kwargs)
+        new_response.history.append(response)
+        new_response.request = retry
+        return new_response, retry
 
     def __repr__(self) -> str:
         client = f" client_id={self._config.client_id!r}" if self._config.client_id else ""

@@ -29,11 +29,12 @@ import copy
 import logging
 import threading
 from concurrent.futures import Future
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ..errors import AuthorizationError
 from ..transports.http import url_label
 from ._context import AUTHORIZATION_CODE, Config, Trigger
+from ._dpop import DPOP_HEADER, Nonces, load_key
 from ._flow import reason, run_flow
 from ._metadata import Challenge
 from ._tokens import Token
@@ -53,13 +54,37 @@ class ServerAuth:
         self._lock = threading.Lock()
         self._entry: Entry = entry if isinstance(entry, dict) else {}
         self._token = Token.from_dict(self._entry.get("token"))
+        self._dpop = load_key(self._entry)
         self._pending: Optional[Future[Token]] = None
         self._unconfirmed = 0  # tokens obtained since a request last succeeded with one
+        #: The DPoP nonces this server (and its authorization server) handed out.
+        self.nonces = Nonces()
 
     # -- what the AuthBase asks -----------------------------------------------------------
 
-    def header(self) -> Optional[str]:
-        """The ``Authorization`` value for a new request (renewing an expired token first)."""
+    def headers(self, method: str, url: str, body: Any) -> Dict[str, str]:
+        """The headers that authorize a new request: ``Authorization``, and ``DPoP`` for a bound token.
+
+        An expired token is renewed first (``{}`` when there is none).
+        """
+        token = self.token()
+        return self.headers_for(token, method, url, body) if token is not None else {}
+
+    def headers_for(self, token: Token, method: str, url: str, body: Any) -> Dict[str, str]:
+        """The headers that present ``token`` on one request (a fresh DPoP proof each time)."""
+        headers = {"Authorization": token.header()}
+        if token.dpop_bound:
+            with self._lock:
+                key = self._dpop
+            if key is not None:
+                raw = body if isinstance(body, (bytes, str)) else None
+                headers[DPOP_HEADER] = key.proof(
+                    method, url, access_token=token.access_token, nonce=self.nonces.get(url), body=raw
+                )
+        return headers
+
+    def token(self) -> Optional[Token]:
+        """The token for a new request (renewing an expired one first), or ``None``."""
         with self._lock:
             token = self._token
         if token is None:
@@ -72,7 +97,7 @@ class ServerAuth:
                 logger.info("%s: renewing the expired token failed (%s)", url_label(self.server_url), reason(exc))
                 self._drop(token)
                 return None
-        return token.header()
+        return token
 
     def confirm(self, sent_header: str) -> None:
         """A request that carried ``sent_header`` succeeded."""
@@ -89,14 +114,15 @@ class ServerAuth:
         if entry is not None:
             self._save(entry)
 
-    def handle_challenge(self, status: int, challenge: Optional[Challenge], sent_header: Optional[str]) -> str:
-        """The ``Authorization`` value to re-send with after a 401 or a 403 ``insufficient_scope``.
+    def handle_challenge(self, status: int, challenge: Optional[Challenge], sent_header: Optional[str]) -> Token:
+        """The token to re-send with after a 401 or a 403 ``insufficient_scope``.
 
         Raises:
             AuthorizationError: authorization failed or the bound was reached.
         """
-        sent = sent_header[7:] if sent_header and sent_header[:7].lower() == "bearer " else None
-        return self._acquire(Trigger("challenge", sent, status, challenge)).header()
+        scheme, _, value = (sent_header or "").partition(" ")
+        sent = value.strip() if scheme.lower() in ("bearer", "dpop") and value else None
+        return self._acquire(Trigger("challenge", sent, status, challenge))
 
     def authorize(self) -> Token:
         """Run a flow now (no challenge: discovery from the well-known locations)."""
@@ -150,6 +176,7 @@ class ServerAuth:
             with self._lock:
                 self._token = token
                 self._entry = entry
+                self._dpop = load_key(entry)
                 self._pending = None
                 # Only tokens count: a flow that failed (the user declined, the
                 # server was down) may be tried again by the next request.
@@ -160,7 +187,7 @@ class ServerAuth:
 
     def _run_flow(self, trigger: Trigger, token: Optional[Token], entry: Entry) -> Tuple[Token, Entry]:
         # No lock held: the flow talks to the network and may wait for the user.
-        new_token = run_flow(self._config, self.server_url, entry, trigger, token)
+        new_token = run_flow(self._config, self.server_url, entry, trigger, token, self.nonces)
         entry["token"] = new_token.to_dict()
         return new_token, entry
 

@@ -22,6 +22,7 @@ from ..transports.http import url_label
 from . import _authlib
 from ._context import CLIENT_CREDENTIALS, REFRESH_TOKEN, FlowContext, Trigger
 from ._discovery import Discovery, endpoint
+from ._dpop import DPOP_HEADER, TOKEN_TYPE, USE_DPOP_NONCE
 from ._http import describe_oauth_error
 from ._metadata import merge_scopes, split_scopes
 from ._registration import SECRET_METHODS, Client, client_for_refresh, identify_client
@@ -54,9 +55,14 @@ class Token:
         self.issuer = issuer
         self.confirmed = confirmed  # a request succeeded with it
 
+    @property
+    def dpop_bound(self) -> bool:
+        """A DPoP-bound token: each request carries a proof of the key it is bound to."""
+        return self.token_type == TOKEN_TYPE
+
     def header(self) -> str:
-        """The ``Authorization`` header value."""
-        return f"Bearer {self.access_token}"
+        """The ``Authorization`` header value (scheme ``DPoP`` for a DPoP-bound token, else ``Bearer``)."""
+        return f"{TOKEN_TYPE if self.dpop_bound else 'Bearer'} {self.access_token}"
 
     def expired(self, margin: float) -> bool:
         """True from ``margin`` seconds before its expiry on."""
@@ -128,12 +134,13 @@ def request_token(
             [("client_assertion_type", _authlib.CLIENT_ASSERTION_TYPE), ("client_assertion", assertion)]
         )
     elif method in (*SECRET_METHODS, "none"):
-        headers, body = _authlib.apply_client_auth(
-            method, client.client_id, client.client_secret, token_endpoint, headers, body
-        )
+        if client.client_id:  # an anonymous workload (the JWT bearer grant) sends no client_id
+            headers, body = _authlib.apply_client_auth(
+                method, client.client_id, client.client_secret, token_endpoint, headers, body
+            )
     else:
         raise AuthorizationError(f"{what}: token endpoint authentication {method!r} is not supported")
-    status, document = flow.http.post(token_endpoint, what, form=body, headers=headers)
+    status, document = _post_token_request(flow, token_endpoint, what, body, headers)
     access_token = document.get("access_token") if document is not None else None
     if status != 200 or document is None or "error" in document or not isinstance(access_token, str):
         text, code = describe_oauth_error(status, document)
@@ -141,8 +148,11 @@ def request_token(
             text += " (no access_token in the answer)"
         raise AuthorizationError(f"{what} at {url_label(token_endpoint)} failed: {text}", oauth_error=code)
     token_type = document.get("token_type", "Bearer")
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
-        raise AuthorizationError(f"{what}: token type {token_type!r} is not supported (only Bearer)")
+    bound = isinstance(token_type, str) and token_type.lower() == TOKEN_TYPE.lower()
+    if bound and flow.dpop is None:
+        raise AuthorizationError(f"{what}: the server issued a DPoP token to a request without a DPoP proof")
+    if not isinstance(token_type, str) or not (bound or token_type.lower() == "bearer"):
+        raise AuthorizationError(f"{what}: token type {token_type!r} is not supported (only Bearer and DPoP)")
     expires_in = document.get("expires_in")
     expires_at = None
     if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
@@ -154,11 +164,33 @@ def request_token(
     granted = scope if isinstance(scope, str) else (" ".join(merge_scopes(requested_scopes)) or None)
     return Token(
         access_token,
+        token_type=TOKEN_TYPE if bound else "Bearer",
         refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token else None,
         expires_at=expires_at,
         scope=granted,
         issuer=issuer,
     )
+
+
+def _post_token_request(
+    flow: FlowContext, token_endpoint: str, what: str, body: str, headers: Dict[str, str]
+) -> Tuple[int, Optional[Dict[str, Any]]]:
+    """POST to the token endpoint, with a DPoP proof when the flow binds its tokens.
+
+    A ``use_dpop_nonce`` answer (400 with a ``DPoP-Nonce``) is answered once,
+    with a new proof carrying that nonce (RFC 9449 section 8).
+    """
+    key = flow.dpop
+    for _ in range(2):
+        sent = dict(headers)
+        if key is not None:
+            sent[DPOP_HEADER] = key.proof("POST", token_endpoint, nonce=flow.nonces.get(token_endpoint))
+        status, document, answer_headers = flow.http.post_answer(token_endpoint, what, form=body, headers=sent)
+        fresh = key is not None and flow.nonces.note(token_endpoint, answer_headers)
+        if not (status == 400 and document is not None and document.get("error") == USE_DPOP_NONCE and fresh):
+            return status, document
+        logger.debug("%s: the token endpoint asks for a DPoP nonce; sending the request again", flow.label)
+    return status, document
 
 
 def refresh(flow: FlowContext, token: Token) -> Token:
@@ -197,7 +229,11 @@ def machine_grant(flow: FlowContext, discovery: Discovery, trigger: Trigger) -> 
     token_endpoint = endpoint(discovery, "token_endpoint")
     scopes = flow.scopes(discovery, trigger)
     grant = CLIENT_CREDENTIALS if config.grant == CLIENT_CREDENTIALS else JWT_BEARER_GRANT
-    client = identify_client(flow, discovery, redirect_uri=None, grant_types=[grant])
+    if grant == JWT_BEARER_GRANT and not config.client_id:
+        # Workload identity federation: the assertion is the whole credential, no client id.
+        client = Client("", None, "none")
+    else:
+        client = identify_client(flow, discovery, redirect_uri=None, grant_types=[grant])
     form: List[Tuple[str, str]] = [("grant_type", grant)]
     if grant == JWT_BEARER_GRANT:
         assert config.assertion is not None

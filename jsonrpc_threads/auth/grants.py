@@ -48,6 +48,68 @@ class AssertionRequest:
 AssertionProvider = Callable[[AssertionRequest], str]
 
 
+class WorkloadIdentity:
+    """An :data:`AssertionProvider` for workload identity federation: the workload's own JWT.
+
+    A workload (a Kubernetes pod, a SPIFFE workload, a CI job) already holds
+    a JWT its platform issued; with ``OAuth(assertion=WorkloadIdentity(...))``
+    the client presents it to the MCP server's authorization server with the
+    JWT bearer grant (RFC 7523 section 2.1), with no ``client_id`` unless one
+    is given, and no user.  A failure is reported as it is, never retried with
+    another grant.  Thread-safe.
+
+    Args:
+        token: the JWT itself.
+        token_file: a file that holds it, read again for every token request
+            (platforms rotate such files: a projected service-account token).
+        provider: a callable returning a fresh JWT.
+
+    Exactly one of the three is given.
+
+    Raises:
+        ValueError: none, or more than one, of them.
+    """
+
+    def __init__(
+        self,
+        *,
+        token: Optional[str] = None,
+        token_file: Optional[str] = None,
+        provider: Optional[Callable[[], str]] = None,
+    ) -> None:
+        if sum(item is not None for item in (token, token_file, provider)) != 1:
+            raise ValueError("give exactly one of token=, token_file= or provider=")
+        self._token = token
+        self._token_file = token_file
+        self._provider = provider
+
+    def __call__(self, request: AssertionRequest) -> str:
+        """The workload's JWT (the same for every request: its audience is set by its issuer).
+
+        Raises:
+            AuthorizationError: the file cannot be read, or the JWT is empty.
+        """
+        if self._token is not None:
+            value = self._token
+        elif self._token_file is not None:
+            try:
+                with open(self._token_file, encoding="utf-8") as handle:
+                    value = handle.read()
+            except OSError as exc:
+                raise AuthorizationError(f"cannot read the workload token file: {exc.strerror}") from None
+        else:
+            assert self._provider is not None
+            value = self._provider()
+        value = value.strip()
+        if not value:
+            raise AuthorizationError("the workload identity token is empty")
+        return value
+
+    def __repr__(self) -> str:
+        source = "file" if self._token_file is not None else "callable" if self._provider is not None else "token"
+        return f"<WorkloadIdentity from {source}>"
+
+
 class CrossAppAccess:
     """An :data:`AssertionProvider` that gets an ID-JAG from the enterprise identity provider.
 
@@ -128,4 +190,5 @@ __all__ = [
     "AssertionProvider",
     "AssertionRequest",
     "CrossAppAccess",
+    "WorkloadIdentity",
 ]

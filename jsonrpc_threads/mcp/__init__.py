@@ -3,12 +3,15 @@
 from ..errors import ProtocolVersionError
 from .registry import ToolRegistry
 from .session import McpClient
-from .types import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from .tasks import TaskFuture
+from .types import LATEST_PROTOCOL_VERSION, LATEST_SESSION_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
+    "LATEST_SESSION_PROTOCOL_VERSION",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "McpClient",
     "ProtocolVersionError",
+    "TaskFuture",
     "ToolRegistry",
 ]

@@ -36,6 +36,9 @@ LOG_LEVELS = {
     "emergency": logging.CRITICAL,
 }
 
+#: The ``_meta`` key that tags the notifications of one ``subscriptions/listen`` (stateless era).
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
 Handler = Callable[[Dict[str, Any]], Dict[str, Any]]
 Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
 
@@ -56,6 +59,10 @@ class ClientFeatures:
     on_resources_changed: Optional[Callable[[], None]] = None
     on_prompts_changed: Optional[Callable[[], None]] = None
     on_resource_updated: Optional[Callable[[str], None]] = None
+    #: Stateless era: ``is_current(subscription_id)``; a change notification
+    #: tagged with a subscription that is not current (one the client has
+    #: replaced or cancelled) is dropped.
+    is_current_subscription: Optional[Callable[[Any], bool]] = None
 
     def capabilities(self) -> Dict[str, Any]:
         """The ``capabilities`` to declare in ``initialize``: one per handler given."""
@@ -85,12 +92,28 @@ class ClientFeatures:
             ("notifications/prompts/list_changed", self.on_prompts_changed),
         ):
             if callback is not None:
-                rpc.on_notification(method, _ignore_params(callback))
+                rpc.on_notification(method, self._current_only(_ignore_params(callback)))
         if self.on_resource_updated is not None:
             updated = self.on_resource_updated
             rpc.on_notification(
-                "notifications/resources/updated", lambda params: updated(str((params or {}).get("uri")))
+                "notifications/resources/updated",
+                self._current_only(lambda params: updated(str((params or {}).get("uri")))),
             )
+
+    def _current_only(self, handler: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``handler``, skipping notifications of a subscription that is no longer current."""
+        is_current = self.is_current_subscription
+        if is_current is None:
+            return handler
+
+        def gated(params: Any) -> None:
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            if isinstance(meta, dict) and SUBSCRIPTION_ID in meta and not is_current(meta[SUBSCRIPTION_ID]):
+                logger.debug("a notification of an ended subscription dropped: %r", meta[SUBSCRIPTION_ID])
+                return
+            handler(params)
+
+        return gated
 
     def answer_roots(self, params: Any) -> Dict[str, Any]:
         """``roots/list``: the roots (called again on each request when ``roots`` is a callable)."""

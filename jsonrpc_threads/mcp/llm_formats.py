@@ -5,7 +5,8 @@ Pure functions, no I/O and no state.  The registry turns servers' tools into
 the formats of the APIs and back:
 
 - tool lists: :func:`openai_tool` (chat completions function calling) and
-  :func:`anthropic_tool` (the Messages API);
+  :func:`anthropic_tool` (the Messages API); a tool that MCP Apps marks for
+  the app alone (:func:`model_visible`) is never among them;
 - tool calls, in any of three formats (:func:`parse_tool_call`): OpenAI chat
   ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``,
   Anthropic ``{"type": "tool_use", "id", "name", "input": {...}}`` and OpenAI
@@ -64,8 +65,37 @@ class RegistryTool(TypedDict):
 
 # -- tool lists -----------------------------------------------------------------------
 
+#: MCP Apps (``io.modelcontextprotocol/ui``): who may call a tool, in ``_meta.ui.visibility``.
+MODEL_AUDIENCE = "model"
+
+
+def model_visible(tool: Mapping[str, Any]) -> bool:
+    """False for a tool that MCP Apps marks for the app alone: ``_meta.ui.visibility`` without ``"model"``.
+
+    No ``visibility`` (or an empty one) means both audiences, as the
+    extension says; a malformed one is taken as no declaration.
+    """
+    meta = tool.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    visibility = ui.get("visibility") if isinstance(ui, Mapping) else None
+    if not isinstance(visibility, list) or not visibility:
+        return True
+    return MODEL_AUDIENCE in visibility
+
 
 def _object_schema(schema: Any) -> Dict[str, Any]:
+    """A tool's ``inputSchema`` as the LLM APIs take it: the schema as the server wrote it.
+
+    JSON Schema 2020-12 passes through untouched, at every depth: ``$schema``,
+    ``$id``, ``$defs``, ``$ref`` (never dereferenced: a network ``$ref`` is
+    never fetched), ``$anchor``, ``additionalProperties``, ``allOf`` /
+    ``anyOf`` / ``oneOf`` / ``not``, ``if`` / ``then`` / ``else``, and
+    annotations such as ``x-mcp-header``.  The one rewrite is the rule both
+    vendors state: the root is an object schema (OpenAI's ``parameters``,
+    Anthropic's ``input_schema``), so a root without ``type`` gets
+    ``"type": "object"``, an object root without ``properties`` gets
+    ``"properties": {}``, and a missing schema becomes the empty object schema.
+    """
     if not isinstance(schema, dict):
         return {"type": "object", "properties": {}}
     result: Dict[str, Any] = dict(schema)
@@ -284,6 +314,7 @@ def explain_failure(server: str, tool: str, exc: JsonRpcError, *, registry_close
 
 __all__ = [
     "ANTHROPIC",
+    "MODEL_AUDIENCE",
     "OPENAI",
     "RESPONSES",
     "RegistryTool",
@@ -292,6 +323,7 @@ __all__ = [
     "error_message",
     "explain_failure",
     "explain_lookup",
+    "model_visible",
     "openai_tool",
     "parse_tool_call",
     "registry_tool",

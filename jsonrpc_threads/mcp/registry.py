@@ -50,6 +50,7 @@ from .llm_formats import (
     error_message,
     explain_failure,
     explain_lookup,
+    model_visible,
     openai_tool,
     parse_tool_call,
     registry_tool,
@@ -443,8 +444,8 @@ class ToolRegistry(Closing):
             for server in self._servers.values():
                 for tool in server.tools():
                     name = tool.get("name") if isinstance(tool, dict) else None
-                    if not isinstance(name, str):
-                        continue
+                    if not isinstance(name, str) or not model_visible(tool):
+                        continue  # unnamed, or for an MCP App's eyes only
                     pair = (server.name, name)
                     if pair not in tools:
                         pairs.append(pair)

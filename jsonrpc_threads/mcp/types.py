@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, TypedDict
 
-#: Protocol revisions this client speaks, newest first (the first is offered).
-LATEST_PROTOCOL_VERSION = "2025-11-25"
-SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+from .protocol import SESSION_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSIONS
+
+#: The newest protocol revision this client speaks (the stateless era).
+LATEST_PROTOCOL_VERSION = STATELESS_PROTOCOL_VERSIONS[0]
+#: The newest revision of the session era (the one ``initialize`` offers).
+LATEST_SESSION_PROTOCOL_VERSION = SESSION_PROTOCOL_VERSIONS[0]
+#: Every protocol revision this client speaks, newest first: the stateless era, then the session era.
+SUPPORTED_PROTOCOL_VERSIONS = STATELESS_PROTOCOL_VERSIONS + SESSION_PROTOCOL_VERSIONS
 
 
 class _ImplementationRequired(TypedDict):

@@ -35,14 +35,24 @@ a small protocol below; the client looks for them once, when it is made
   client calls it from ``close()`` there, instead of :meth:`Transport.close`);
 - :class:`SessionTransport`: what the MCP layer uses on Streamable HTTP (the
   negotiated protocol version header, the session id, starting over, the
-  listen stream).
+  listen stream, and the stateless revision that has none of them).
+
+Message headers.  :meth:`Transport.send` and :meth:`DrivesCalls.drive_call`
+take ``headers``: metadata about this one message that the layer above
+computed (MCP's ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` of revision
+2026-07-28), as ``{name: value}``.  A transport with a place for per-message
+metadata (HTTP: the POST's headers) sends them with the message; one without
+(stdio) ignores them.  A transport never derives them from ``data``: knowing
+what a message means stays above it.  The client passes ``headers`` only when
+it was given some, so a transport written before they existed still works
+for every caller that does not use them.
 
 Deadlines are on the :func:`time.monotonic` clock; ``None`` means none.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
 
 from ..errors import JsonRpcError, RequestId, TransportClosed
 
@@ -78,7 +88,14 @@ class Transport(Protocol):
             TransportClosed: when the peer cannot be reached or started.
         """
 
-    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
+    def send(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId] = (),
+        *,
+        deadline: Optional[float] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
         """Put one encoded message (or batch) on the wire, in call order.
 
         ``request_ids`` are the ids of the requests inside ``data`` (empty for a
@@ -88,7 +105,9 @@ class Transport(Protocol):
         not block at all, and ``deadline`` is the requests' own (the latest of
         them for a batch; ``None`` when one has none): past it, the transport
         may stop carrying them without reporting anything, since the client
-        times them out itself.
+        times them out itself.  ``headers``: this message's metadata (see the
+        module docstring), sent with it where the transport has a place for
+        them, ignored where it has none.
 
         Raises:
             TransportClosed: when the transport is closed or the write failed;
@@ -109,9 +128,16 @@ class DrivesCalls(Protocol):
     """Optional: a blocking call can carry its own request on the calling thread."""
 
     def drive_call(
-        self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
+        self,
+        data: bytes,
+        request_id: RequestId,
+        done: Callable[[], bool],
+        deadline: Optional[float],
+        headers: Optional[Mapping[str, str]] = None,
     ) -> bool:
         """Send one request and carry it on the calling thread until ``done()`` or ``deadline``.
+
+        ``headers`` as in :meth:`Transport.send`.
 
         Everything received meanwhile goes to the sink exactly as the
         transport's own threads would deliver it, in order.  Returns ``False``
@@ -161,9 +187,17 @@ class SurvivesFork(Protocol):
 
 @runtime_checkable
 class SessionTransport(Protocol):
-    """Optional: a transport with a server session (MCP Streamable HTTP)."""
+    """Optional: a transport with a server session (MCP Streamable HTTP).
+
+    ``stateless`` (False until the MCP layer sets it): the transport speaks the
+    stateless revision (2026-07-28) of Streamable HTTP: no session id is taken
+    from answers or sent, no listen stream opens, no DELETE is sent at close,
+    and a broken SSE answer is not resumed (its requests fail, to be sent
+    again as new requests).  The MCP layer sets it before its first request.
+    """
 
     protocol_version: Optional[str]
+    stateless: bool
 
     @property
     def session_id(self) -> Optional[str]:
@@ -176,10 +210,34 @@ class SessionTransport(Protocol):
         """Open the stream for server-initiated messages (bounded by ``wait``)."""
 
 
+@runtime_checkable
+class HasLegacyTransport(Protocol):
+    """Optional: a transport whose server may speak an older transport at the same URL instead.
+
+    Streamable HTTP offers the HTTP+SSE transport of MCP 2024-11-05, for the
+    fallback the MCP layer makes when its first POST is refused.
+    """
+
+    def legacy_transport(self) -> Transport:
+        """A new, unstarted transport to the same server over the older transport (same settings)."""
+
+
+@runtime_checkable
+class RevisionBound(Protocol):
+    """Optional: a transport that an old protocol revision defines, and that carries only that era.
+
+    The HTTP+SSE transport exists only in MCP 2024-11-05: over it the MCP
+    layer speaks the ``initialize`` handshake, never the stateless revision.
+    """
+
+    #: The revision that defines the transport (``"2024-11-05"``).
+    revision: str
+
+
 class Capabilities(NamedTuple):
     """The optional capabilities of one transport, looked up once."""
 
-    drive_call: Optional[Callable[[bytes, RequestId, Callable[[], bool], Optional[float]], bool]]
+    drive_call: Optional[Callable[..., bool]]
     abandon: Optional[Callable[[Sequence[RequestId]], None]]
     timeout_hint: Optional[Callable[[], str]]
     release_in_fork: Optional[Callable[[], None]]

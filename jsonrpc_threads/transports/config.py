@@ -1,14 +1,16 @@
 """Server entries, the format MCP hosts use in ``mcpServers``: the one parser, and their transports.
 
-An entry with ``url`` speaks Streamable HTTP; an entry with ``command`` runs a
+An entry with ``url`` speaks Streamable HTTP (or, with ``"type": "sse"``, the
+legacy HTTP+SSE transport of MCP 2024-11-05); an entry with ``command`` runs a
 child process over stdio::
 
     {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+    {"type": "sse", "url": "http://127.0.0.1:3001/sse"}
     {"command": "npx", "args": ["-y", "some-server"], "env": {"KEY": "${KEY:-none}"}, "cwd": "/srv"}
 
 ``type`` is optional: ``"http"`` or ``"streamable-http"`` (also
-``"streamable_http"``, ``"streamableHttp"``) for the first kind, ``"stdio"`` for
-the second; the legacy ``"sse"`` transport is refused.  ``timeout`` is the
+``"streamable_http"``, ``"streamableHttp"``) for the first kind, ``"sse"``
+for the legacy one, ``"stdio"`` for the last.  ``timeout`` is the
 server's per-call timeout in seconds, for whoever uses the entry (the tool
 registry).  Other keys (``description``, ``disabled``, ...) are left for the
 caller to interpret and ignored here.
@@ -44,14 +46,17 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .http import HttpTransport
+    from .sse import SseTransport
     from .stdio import StdioTransport
 
 STDIO = "stdio"
 HTTP = "http"
+#: The legacy HTTP+SSE transport (2024-11-05).
+SSE = "sse"
 HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
+SSE_TYPES = frozenset({SSE})
 STDIO_TYPES = frozenset({"stdio"})
-#: The legacy HTTP+SSE transport (2024-11-05), refused with its own message.
-LEGACY_SSE_TYPE = "sse"
+URL_TYPES = HTTP_TYPES | SSE_TYPES
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -64,14 +69,14 @@ class ServerConfig:
 
     Attributes:
         name: the server's name (its key in ``mcpServers``), or ``None``.
-        transport: ``"stdio"`` or ``"http"``.
+        transport: ``"stdio"``, ``"http"`` or ``"sse"``.
         command: the program to run (stdio).
         args: its arguments (stdio).
         env: variables set in the child's environment (stdio).
         cwd: the child's working directory (stdio); a relative path in a file
             is taken relative to the file's directory.
-        url: the server's endpoint (HTTP).
-        headers: headers sent with every request (HTTP).
+        url: the server's endpoint (HTTP, SSE).
+        headers: headers sent with every request (HTTP, SSE).
         timeout: this server's per-call timeout in seconds, or ``None`` for the
             default of whoever uses the entry.
     """
@@ -89,8 +94,8 @@ class ServerConfig:
     def entry(self) -> Dict[str, Any]:
         """This server as an ``mcpServers`` entry again (expanded), e.g. to write a configuration."""
         entry: Dict[str, Any]
-        if self.transport == HTTP:
-            entry = {"type": "http", "url": self.url, "headers": dict(self.headers)}
+        if self.transport in (HTTP, SSE):
+            entry = {"type": self.transport, "url": self.url, "headers": dict(self.headers)}
         else:
             entry = {"type": "stdio", "command": self.command, "args": list(self.args)}
             if self.env:
@@ -175,19 +180,16 @@ def parse_entry(
     if not isinstance(entry, Mapping):
         raise fail(f"a server entry must be an object (a mapping), not {type(entry).__name__}")
     kind = entry.get("type")
-    if kind is not None:
-        if kind == LEGACY_SSE_TYPE:
-            raise fail("the legacy HTTP+SSE transport ('type': 'sse') is not supported; use Streamable HTTP")
-        if not isinstance(kind, str) or kind not in HTTP_TYPES | STDIO_TYPES:
-            known = ", ".join(sorted(HTTP_TYPES | STDIO_TYPES))
-            raise fail(f"unknown server type {kind!r} (known: {known})")
+    if kind is not None and (not isinstance(kind, str) or kind not in URL_TYPES | STDIO_TYPES):
+        known = ", ".join(sorted(URL_TYPES | STDIO_TYPES))
+        raise fail(f"unknown server type {kind!r} (known: {known})")
     has_url = "url" in entry
     has_command = "command" in entry
     if has_url and has_command:
         raise fail("has 'command' (stdio) and 'url' (HTTP): keep one, not both")
     if not has_url and not has_command:
         raise fail("needs 'command' (stdio) or 'url' (HTTP)")
-    if has_url and kind is not None and kind not in HTTP_TYPES:
+    if has_url and kind is not None and kind not in URL_TYPES:
         raise fail(f"server type {kind!r} does not take a 'url'")
     if has_command and kind is not None and kind not in STDIO_TYPES:
         raise fail(f"server type {kind!r} does not take a 'command'")
@@ -207,7 +209,7 @@ def parse_entry(
         headers = _string_map(entry.get("headers"), "headers", fail)
         return ServerConfig(
             name,
-            HTTP,
+            SSE if kind in SSE_TYPES else HTTP,
             url=url,
             headers={key: expand(value, f"headers.{key}") for key, value in headers.items()},
             timeout=seconds,
@@ -240,7 +242,9 @@ def parse_entry(
     )
 
 
-def build_transport(config: ServerConfig, *, inherit_env: bool = False) -> Union[StdioTransport, HttpTransport]:
+def build_transport(
+    config: ServerConfig, *, inherit_env: bool = False
+) -> Union[StdioTransport, HttpTransport, SseTransport]:
     """Build the transport a parsed entry describes (a stdio child is spawned now).
 
     Args:
@@ -249,8 +253,8 @@ def build_transport(config: ServerConfig, *, inherit_env: bool = False) -> Union
             (plus ``env``), not only the allowlist of ``StdioTransport``.
 
     Returns:
-        An ``HttpTransport`` or a ``StdioTransport`` (labelled with the
-        server's name, when it has one).  Pass it to ``JsonRpcClient`` (or
+        An ``HttpTransport``, an ``SseTransport`` or a ``StdioTransport``
+        (a stdio one labelled with the server's name, when it has one).  Pass it to ``JsonRpcClient`` (or
         ``McpClient``), which starts and owns it.
 
     Raises:
@@ -262,6 +266,11 @@ def build_transport(config: ServerConfig, *, inherit_env: bool = False) -> Union
 
         assert config.url is not None
         return HttpTransport(config.url, headers=dict(config.headers) or None)
+    if config.transport == SSE:
+        from .sse import SseTransport  # noqa: PLC0415 - imported when needed (requests)
+
+        assert config.url is not None
+        return SseTransport(config.url, headers=dict(config.headers) or None)
     from .stdio import StdioTransport  # noqa: PLC0415 - imported when needed (psutil)
 
     assert config.command is not None
@@ -274,17 +283,19 @@ def build_transport(config: ServerConfig, *, inherit_env: bool = False) -> Union
     )
 
 
-def transport_from_config(entry: Mapping[str, Any]) -> Union[StdioTransport, HttpTransport]:
+def transport_from_config(entry: Mapping[str, Any]) -> Union[StdioTransport, HttpTransport, SseTransport]:
     """Build the transport an ``mcpServers`` entry describes (a stdio child is spawned now).
 
     Args:
-        entry: ``{"url": str, "headers": {str: str}}`` for HTTP, or
+        entry: ``{"url": str, "headers": {str: str}}`` for HTTP (with
+            ``"type": "sse"`` the legacy HTTP+SSE transport), or
             ``{"command": str, "args": [str], "env": {str: str}, "cwd": str}``
             for stdio; ``type`` optional (``"http"``, ``"streamable-http"``,
-            ``"stdio"``).  ``${VAR}`` is expanded from ``os.environ``.
+            ``"sse"``, ``"stdio"``).  ``${VAR}`` is expanded from ``os.environ``.
 
     Returns:
-        An :class:`~jsonrpc_threads.transports.http.HttpTransport` or a
+        An :class:`~jsonrpc_threads.transports.http.HttpTransport`, an
+        :class:`~jsonrpc_threads.transports.sse.SseTransport` or a
         :class:`~jsonrpc_threads.transports.stdio.StdioTransport`.  Pass it to
         ``JsonRpcClient`` (or ``McpClient``), which starts and owns it.
 
@@ -310,8 +321,11 @@ def _string_map(value: Any, member: str, fail: Callable[[str], ConfigError]) -> 
 __all__ = [
     "HTTP",
     "HTTP_TYPES",
+    "SSE",
+    "SSE_TYPES",
     "STDIO",
     "STDIO_TYPES",
+    "URL_TYPES",
     "ServerConfig",
     "build_transport",
     "expand_variables",

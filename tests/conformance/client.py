@@ -6,7 +6,11 @@ naming the scenario.  ``make conformance`` runs::
 
     conformance client --command ".venv/bin/python tests/conformance/client.py" --scenario NAME
 
-What each scenario expects of a client:
+Every scenario runs :class:`McpClient` in its default ``mode="auto"``: it
+asks ``server/discover`` first and speaks 2026-07-28 when the scenario's
+server does, the ``initialize`` handshake otherwise (the suite's servers of
+the older revisions answer the probe with an error or a result that is no
+discover result).  What each scenario expects of a client:
 
 - ``initialize``: the handshake (offering 2025-11-25, with clientInfo), then a
   normal session (a ``tools/list``), then a clean close;
@@ -17,6 +21,25 @@ What each scenario expects of a client:
 - ``sse-retry``: call ``test_reconnection``, whose SSE stream the server closes
   before the answer; the transport must resume it with GET + ``Last-Event-ID``
   after exactly the ``retry`` delay the server asked for (SEP-1699);
+- ``request-metadata``: every request's ``_meta`` (version, capabilities,
+  client info) and ``MCP-Protocol-Version``; the first request is refused
+  with -32022 and must be retried with a version the server names;
+- ``sep-2322-client-request-state``: multi round-trip requests: answer the
+  ``inputRequests`` of an ``input_required`` result (with the elicitation
+  handler) and retry with ``requestState`` echoed exactly, never leaking it
+  into another call, and take a result without ``resultType`` as complete;
+- ``http-standard-headers``, ``http-custom-headers``,
+  ``http-invalid-tool-headers``: ``Mcp-Method``/``Mcp-Name`` on every POST,
+  ``Mcp-Param-*`` for the ``x-mcp-header`` arguments (the values come in
+  ``MCP_CONFORMANCE_CONTEXT``), and tools with invalid annotations left out of
+  ``tools/list`` (every tool that remains is called);
+- ``json-schema-ref-no-deref``: list the tools without fetching the network
+  ``$ref`` of a schema; ``json-schema-2020-12-preservation``: send the
+  focal tool's schema back, untouched, to ``json_schema_echo``;
+- ``sep-2640-client-*`` (the skills extension): ``no-prefetch`` lists the
+  skills and reads no file; ``verify-*`` loads the listed skill, whose
+  ``SKILL.md`` the server tampered with, and must refuse it before reading
+  any other file;
 - ``auth/*``: the server answers 401 until the client is authorized
   (:class:`jsonrpc_threads.auth.OAuth`): list the tools and call the first one
   (``auth/scope-step-up`` answers that call 403 ``insufficient_scope``).  The
@@ -81,6 +104,32 @@ def connect(url: str, **options: Any) -> McpClient:
     return McpClient(HttpTransport(url), client_info=CLIENT_INFO, default_timeout=TIMEOUT_S, **options)
 
 
+def scenario_context() -> Dict[str, Any]:
+    text = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    context = json.loads(text) if text else {}
+    return context if isinstance(context, dict) else {}
+
+
+def sample_arguments(tool: Dict[str, Any]) -> Dict[str, Any]:
+    """Arguments for a tool's required properties, by type (what a model would fill in)."""
+    schema = tool.get("inputSchema") or {}
+    properties = schema.get("properties") or {}
+    samples = {"string": "us-west1", "integer": 1, "number": 1.5, "boolean": True, "object": {}, "array": []}
+    arguments: Dict[str, Any] = {}
+    for name in schema.get("required") or []:
+        kind = (properties.get(name) or {}).get("type")
+        arguments[name] = samples.get(kind if isinstance(kind, str) else "string", "x")
+    return arguments
+
+
+def accept_confirmation(params: Dict[str, Any]) -> Dict[str, Any]:
+    return {"action": "accept", "content": {"confirmed": True}}
+
+
+def echo_sampling(params: Dict[str, Any]) -> Dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "conformance-model"}
+
+
 def tool_names(client: McpClient) -> List[str]:
     return [tool["name"] for tool in client.list_tools()]
 
@@ -127,6 +176,86 @@ def sse_retry(url: str) -> None:
         print(f"test_reconnection: {result['content']}")
 
 
+def request_metadata(url: str) -> None:
+    # Every capability declared, so that the suite checks each one's shape.
+    with connect(
+        url, roots=["file:///conformance"], on_sampling=echo_sampling, on_elicitation=accept_confirmation
+    ) as client:
+        print(f"connected with protocol {client.protocol_version} ({client.era})")
+        print(f"tools: {tool_names(client)}")
+
+
+def request_state(url: str) -> None:
+    with connect(url, on_elicitation=accept_confirmation) as client:
+        for name in tool_names(client):
+            result = client.call_tool(name)
+            print(f"{name}: {result.get('content')}")
+
+
+def standard_headers(url: str) -> None:
+    with connect(url) as client:
+        for tool in client.list_tools():
+            client.call_tool(tool["name"], sample_arguments(tool))
+        for resource in client.list_resources():
+            client.read_resource(resource["uri"])
+        for prompt in client.list_prompts():
+            client.get_prompt(prompt["name"])
+        print("headers exercised on every method")
+
+
+def custom_headers(url: str) -> None:
+    calls = scenario_context().get("toolCalls") or []
+    with connect(url) as client:
+        listed = set(tool_names(client))
+        for call in calls:
+            if call["name"] in listed:
+                result = client.call_tool(call["name"], call.get("arguments") or {})
+                print(f"{call['name']}: {result.get('content')}")
+
+
+def invalid_tool_headers(url: str) -> None:
+    with connect(url) as client:
+        tools = client.list_tools()  # the tools whose x-mcp-header is invalid are left out
+        print(f"kept: {[tool['name'] for tool in tools]}")
+        for tool in tools:
+            client.call_tool(tool["name"], sample_arguments(tool))
+
+
+def list_tools_only(url: str) -> None:
+    with connect(url) as client:
+        print(f"tools: {tool_names(client)}")
+
+
+def schema_preservation(url: str) -> None:
+    with connect(url) as client:
+        tools = {tool["name"]: tool for tool in client.list_tools()}
+        focal = tools["json_schema_2020_12_tool"]
+        client.call_tool("json_schema_echo", {"schema": focal["inputSchema"]})
+        print("echoed the focal tool's inputSchema")
+
+
+def skills_no_prefetch(url: str) -> None:
+    with connect(url) as client:
+        entries = client.list_skills()
+        print(f"skills: {[entry['uri'] for entry in entries]} (nothing read)")
+
+
+def skills_verify(url: str) -> None:
+    from jsonrpc_threads.errors import SkillVerificationError  # noqa: PLC0415
+
+    with connect(url) as client:
+        for entry in client.list_skills():
+            try:
+                skill = client.load_skill(entry)
+            except SkillVerificationError as exc:
+                print(f"refused {entry['uri']}: {exc.reason}")
+                continue
+            for uri in skill.files():
+                if uri != skill.uri:
+                    skill.read(uri)
+            print(f"loaded {skill.name}")
+
+
 #: A client ID metadata document URL, as the suite's auth/basic-cimd expects.
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 #: The redirect URI registered by the headless user agent (nothing listens there).
@@ -150,15 +279,9 @@ def user_agent(authorization_url: str) -> str:
             return location
 
 
-def auth_context() -> Dict[str, Any]:
-    text = os.environ.get("MCP_CONFORMANCE_CONTEXT")
-    context = json.loads(text) if text else {}
-    return context if isinstance(context, dict) else {}
-
-
 def oauth_for(scenario: str, context: Dict[str, Any]) -> OAuth:
     """The OAuth a real application in this scenario's situation would be configured with."""
-    from jsonrpc_threads.auth import CrossAppAccess, OAuth  # noqa: PLC0415 - the oauth extra, only when needed
+    from jsonrpc_threads.auth import CrossAppAccess, OAuth, WorkloadIdentity  # noqa: PLC0415 - the oauth extra
 
     client_id: Optional[str] = context.get("client_id")
     client_secret: Optional[str] = context.get("client_secret")
@@ -170,6 +293,9 @@ def oauth_for(scenario: str, context: Dict[str, Any]) -> OAuth:
             id_token=context["idp_id_token"],
         )
         return OAuth(client_id=client_id, client_secret=client_secret, assertion=assertion, **common)
+    if context.get("valid_jwt"):
+        # A workload with a JWT from its platform: the JWT bearer grant (workload identity federation).
+        return OAuth(client_id=client_id, assertion=WorkloadIdentity(token=context["valid_jwt"]), **common)
     if context.get("private_key_pem") or "client-credentials" in scenario:
         return OAuth(
             client_id=client_id,
@@ -191,7 +317,7 @@ def oauth_for(scenario: str, context: Dict[str, Any]) -> OAuth:
 
 def authorized(url: str) -> None:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    auth = oauth_for(scenario, auth_context())
+    auth = oauth_for(scenario, scenario_context())
     with McpClient(HttpTransport(url, auth=auth), client_info=CLIENT_INFO, default_timeout=TIMEOUT_S) as client:
         tools = client.list_tools()
         print(f"tools: {[tool['name'] for tool in tools]}")
@@ -232,6 +358,17 @@ SCENARIOS: Dict[str, Callable[[str], None]] = {
     "tools_call": tools_call,
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
+    "request-metadata": request_metadata,
+    "sep-2322-client-request-state": request_state,
+    "http-standard-headers": standard_headers,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": invalid_tool_headers,
+    "json-schema-ref-no-deref": list_tools_only,
+    "json-schema-2020-12-preservation": schema_preservation,
+    "sep-2640-client-no-prefetch": skills_no_prefetch,
+    "sep-2640-client-verify-digest": skills_verify,
+    "sep-2640-client-verify-size": skills_verify,
+    "sep-2640-client-verify-frontmatter": skills_verify,
     **{name: authorized for name in AUTH_SCENARIOS},
 }
 

@@ -31,6 +31,12 @@ TESTS_DIR = Path(__file__).resolve().parent.parent
 NODE_DIR = TESTS_DIR / "node"
 LOOPBACK_PRELOAD = NODE_DIR / "loopback.cjs"
 EVERYTHING_JS = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+#: What the tests need of tests/node/node_modules (an install that lacks one is redone).
+REQUIRED_PACKAGES = (
+    EVERYTHING_JS,
+    NODE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js",
+    NODE_DIR / "node_modules" / "conformance-next" / "dist" / "index.js",
+)
 
 
 class ServerProcess:
@@ -154,7 +160,7 @@ def ensure_node_modules() -> Optional[str]:
         NpmMissing: when npm is needed and not installed.
     """
     stamp = NODE_DIR / "node_modules" / ".installed"
-    if stamp.exists() and EVERYTHING_JS.exists():
+    if stamp.exists() and all(path.exists() for path in REQUIRED_PACKAGES):
         return None
     npm = shutil.which("npm")
     if npm is None:

@@ -5,10 +5,11 @@ Run as a real child process::
     python tests/peers/mcp_sdk_server.py                 # stdio
     python tests/peers/mcp_sdk_server.py --http          # streamable HTTP, stateful (SSE answers)
     python tests/peers/mcp_sdk_server.py --http --json   # stateless_http=True, json_response=True
+    python tests/peers/mcp_sdk_server.py --sse           # the legacy HTTP+SSE transport (2024-11-05), at /sse
 
 Over HTTP it listens on 127.0.0.1 on a free port and prints one line,
-``listening on http://127.0.0.1:PORT/mcp``, on stdout once it accepts
-connections (the test reads it; no port is guessed).
+``listening on http://127.0.0.1:PORT/mcp`` (``.../sse`` with ``--sse``), on
+stdout once it accepts connections (the test reads it; no port is guessed).
 
 Tools:
 
@@ -16,9 +17,12 @@ Tools:
 - ``count(steps, interval=0)``: reports progress ``1..steps`` (``total`` and a
   ``message`` too), ``interval`` seconds apart, then returns ``"counted <steps>"``.
 - ``fail(message)``: a tool error: ``isError: true`` with ``message``.
-- ``ask_client()``: sends ``roots/list``, ``sampling/createMessage`` and
-  ``elicitation/create`` to the client (on the tool call's own stream) and
-  returns their results as ``{"roots": ..., "sampling": ..., "elicitation": ...}``.
+- ``ask_client()``: asks the client for its roots, a sampled message and an
+  elicited form (the SDK's resolvers: in 2026-07-28 one ``input_required``
+  round, in the session era three requests to the client) and returns the
+  answers as ``{"roots": ..., "sampling": ..., "elicitation": ...}``.
+- ``ask_client_on_stream()`` (session era): the same three requests, sent by
+  hand on the tool call's own stream (``related_request_id``).
 - ``roots_standalone()``: sends ``roots/list`` on the connection's own
   channel (over HTTP: the client's GET stream), retrying every 0.5 s until
   answered (a request sent before the GET stream is up is lost), and returns it.
@@ -26,9 +30,16 @@ Tools:
 - ``never()``: never answers (until cancelled).
 - ``cancellations(wait)``: the params of every ``notifications/cancelled``
   this server received, waiting up to ``wait`` seconds for the first one.
-- ``log(level, message)``: sends one ``notifications/message``.
+- ``log(level, message)``: sends one ``notifications/message`` (in 2026-07-28
+  only to a request that named a ``logLevel`` in its ``_meta``).
 - ``change_lists(related)``: adds a tool ``extra``, then sends the three
-  ``list_changed`` notifications (on the call's stream when ``related``).
+  ``list_changed`` notifications (session era: on the call's stream when
+  ``related``; 2026-07-28: to the ``subscriptions/listen`` streams).
+- ``touch(uri)`` (2026-07-28): publishes ``notifications/resources/updated``
+  for ``uri`` to the ``subscriptions/listen`` streams.
+- ``era()``: the protocol version of this request.
+- ``abandoned(wait)``: the tools/call request ids whose handler was cancelled
+  (over HTTP in 2026-07-28 a closed stream cancels), waiting up to ``wait`` s.
 - ``request_headers()``: the HTTP headers of this request (``{}`` over stdio).
 - ``crash(code)``: writes a last word on stderr and exits with ``code`` at once.
 
@@ -49,9 +60,13 @@ from typing import Any, Dict, List
 import anyio
 import mcp_types as types
 import uvicorn
+from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
 from mcp.shared.message import ServerMessageMetadata
+from pydantic import BaseModel
+from typing_extensions import Annotated
 
 warnings.simplefilter("ignore")  # the SDK marks logging and roots deprecated for 2026-07-28
 
@@ -60,6 +75,34 @@ NAMES = ["alice", "albert", "bob", "carol"]
 #: Every notifications/cancelled received (its params), across sessions.
 CANCELLED: List[Dict[str, Any]] = []
 _cancelled_event: List[anyio.Event] = []
+
+
+#: The request ids of tools/call handlers that were cancelled.
+ABANDONED: List[str] = []
+_abandoned_event: List[anyio.Event] = []
+
+
+def _abandon_event() -> anyio.Event:
+    if not _abandoned_event:
+        _abandoned_event.append(anyio.Event())
+    return _abandoned_event[0]
+
+
+class Person(BaseModel):
+    name: str
+    age: int = 30
+
+
+def _roots() -> ListRoots:
+    return ListRoots()
+
+
+def _sample() -> Sample:
+    return Sample([types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Say hi"))], max_tokens=20)
+
+
+def _who() -> Elicit[Person]:
+    return Elicit("Who are you?", Person)
 
 
 def _cancel_event() -> anyio.Event:
@@ -107,8 +150,24 @@ def build() -> MCPServer:  # type: ignore[type-arg]
         raise ToolError(message)
 
     @server.tool()
-    async def ask_client(ctx: Context) -> Dict[str, Any]:  # type: ignore[type-arg]
-        """Ask the client for its roots, a sampled message and an elicited form."""
+    async def ask_client(
+        roots: Annotated[types.ListRootsResult, Resolve(_roots)],
+        sampled: Annotated[types.CreateMessageResult, Resolve(_sample)],
+        elicited: Annotated[ElicitationResult[Person], Resolve(_who)],
+    ) -> Dict[str, Any]:
+        """Ask the client for its roots, a sampled message and an elicited form (either era)."""
+        elicitation: Dict[str, Any] = {"action": elicited.action}
+        if elicited.action == "accept":
+            elicitation["content"] = elicited.data.model_dump()
+        return {
+            "roots": roots.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "sampling": sampled.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "elicitation": elicitation,
+        }
+
+    @server.tool()
+    async def ask_client_on_stream(ctx: Context) -> Dict[str, Any]:  # type: ignore[type-arg]
+        """Session era: ask for roots, sampling and elicitation on the call's own stream."""
         session = ctx.session
         related = ServerMessageMetadata(related_request_id=ctx.request_context.request_id)
         roots = await session.send_request(types.ListRootsRequest(), types.ListRootsResult, metadata=related)
@@ -151,10 +210,33 @@ def build() -> MCPServer:  # type: ignore[type-arg]
         return capabilities.model_dump(mode="json", by_alias=True, exclude_none=True) if capabilities else {}
 
     @server.tool()
-    async def never() -> str:
-        """Never answer."""
-        await anyio.sleep_forever()
+    async def never(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Never answer (until cancelled)."""
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            ABANDONED.append(ctx.request_id)
+            _abandon_event().set()
+            raise
         return "unreachable"
+
+    @server.tool()
+    async def abandoned(wait: float = 0.0) -> List[str]:
+        """The request ids of cancelled ``never`` calls, waiting up to ``wait`` s for the first."""
+        with anyio.move_on_after(wait):
+            await _abandon_event().wait()
+        return list(ABANDONED)
+
+    @server.tool()
+    def era(ctx: Context) -> str:  # type: ignore[type-arg]
+        """The protocol version of this request."""
+        return str(ctx.protocol_version)
+
+    @server.tool()
+    async def touch(uri: str, ctx: Context) -> str:  # type: ignore[type-arg]
+        """Publish resources/updated for ``uri`` (2026-07-28 subscriptions)."""
+        await ctx.notify_resource_updated(uri)
+        return "touched"
 
     @server.tool()
     async def cancellations(wait: float = 0.0) -> List[Dict[str, Any]]:
@@ -173,6 +255,11 @@ def build() -> MCPServer:  # type: ignore[type-arg]
     async def change_lists(ctx: Context, related: bool = False) -> str:  # type: ignore[type-arg]
         """Add a tool, then tell the client that tools, prompts and resources changed."""
         server.add_tool(lambda: "extra", name="extra", description="Added by change_lists")
+        if ctx.protocol_version == "2026-07-28":
+            await ctx.notify_tools_changed()
+            await ctx.notify_prompts_changed()
+            await ctx.notify_resources_changed()
+            return "changed"
         related_id = ctx.request_context.request_id if related else None
         for notification in (
             types.ToolListChangedNotification(),
@@ -215,8 +302,13 @@ def build() -> MCPServer:  # type: ignore[type-arg]
     return server
 
 
-async def serve_http(server: MCPServer, json_mode: bool) -> None:  # type: ignore[type-arg]
-    app = server.streamable_http_app(stateless_http=json_mode, json_response=json_mode, host="127.0.0.1")
+async def serve_http(server: MCPServer, json_mode: bool, sse: bool = False) -> None:  # type: ignore[type-arg]
+    if sse:
+        app = server.sse_app(host="127.0.0.1")
+        path = "/sse"
+    else:
+        app = server.streamable_http_app(stateless_http=json_mode, json_response=json_mode, host="127.0.0.1")
+        path = "/mcp"
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -227,7 +319,7 @@ async def serve_http(server: MCPServer, json_mode: bool) -> None:  # type: ignor
     async def announce() -> None:
         while not uv_server.started:
             await anyio.sleep(0.01)
-        print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
+        print(f"listening on http://127.0.0.1:{port}{path}", flush=True)
 
     async with anyio.create_task_group() as group:
         group.start_soon(announce)
@@ -238,10 +330,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 (a free port)")
     parser.add_argument("--json", action="store_true", help="with --http: stateless, JSON answers")
+    parser.add_argument("--sse", action="store_true", help="the legacy HTTP+SSE transport on 127.0.0.1")
     args = parser.parse_args()
     server = build()
-    if args.http:
-        anyio.run(serve_http, server, args.json)
+    if args.http or args.sse:
+        anyio.run(serve_http, server, args.json, args.sse)
     else:
         server.run("stdio")
 

@@ -116,8 +116,12 @@ class Endpoint:
         data: Optional[bytes] = None,
         timeout: Optional[Tuple[float, float]] = None,
         while_closing: bool = False,
+        target: Optional[str] = None,
     ) -> requests.Response:
         """Send one HTTP request and return its answer, its body still to be read (streamed).
+
+        ``target``: another URL of the same server to send it to (the POST URL
+        the legacy HTTP+SSE transport is given); its query is a secret too.
 
         Raises:
             TransportClosed: the transport is (being) closed.
@@ -131,8 +135,10 @@ class Endpoint:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s: %s %s", self.label, method, redact_headers(headers))
         what = f"{method} failed"
-        with LogScope(self._secrets, headers), carrying(exchange), self.errors(what, exchange):
-            prepared = self._http.prepare_request(requests.Request(method, self.url, headers=headers, data=data))
+        secrets = self._secrets if target is None else self._secrets.including(target)
+        with LogScope(secrets, headers), carrying(exchange), self.errors(what, exchange):
+            url = self.url if target is None else target
+            prepared = self._http.prepare_request(requests.Request(method, url, headers=headers, data=data))
             # The auth hook ran while preparing, for as long as it liked.
             if exchange.stopped:
                 raise DeadlinePassed(f"{self.label}: {what}: the exchange was abandoned")

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 from types import TracebackType
-from typing import Any, Callable, Dict, Optional, Set, Tuple, Type
+from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple, Type
 
 import requests
 import urllib3.exceptions
@@ -46,6 +47,10 @@ NETWORK_ERRORS: Tuple[Type[BaseException], ...] = (
     http.client.HTTPException,
     OSError,
 )
+#: An HTTP field name (RFC 9110 section 5.1: ``1*tchar``).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: An HTTP field value: visible ASCII, space and tab, no surrounding whitespace.
+_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x09\x21-\x7e]*[\x21-\x7e])?)?")
 #: ``requests`` errors that mean the connection (not the request) failed.
 _CONNECTION_FAILURES: Tuple[Type[BaseException], ...] = (
     requests.ConnectionError,
@@ -143,6 +148,19 @@ class NetworkErrors:
             raise self.translate(exc) from None
 
 
+def check_message_headers(label: str, headers: Mapping[str, str]) -> None:
+    """Refuse a message header whose name is not an RFC 9110 token or whose value holds what HTTP cannot carry.
+
+    Raises:
+        HttpError: naming the header (never its value: it may be a secret).
+    """
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise HttpError(f"{label}: invalid message header name {name!r}")
+        if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
+            raise HttpError(f"{label}: the value of message header {name!r} is not a valid HTTP field value")
+
+
 def redirect_error(label: str, status: int, location: str) -> HttpError:
     """A 3xx answer: redirects are never followed (the request could be replayed anywhere)."""
     return HttpError(
@@ -223,6 +241,7 @@ __all__ = [
     "NETWORK_ERRORS",
     "DeadlinePassed",
     "NetworkErrors",
+    "check_message_headers",
     "closed_error",
     "excerpt",
     "is_network_error",

@@ -35,7 +35,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ...errors import JsonRpcError, RequestId
 from ...messages import decode, is_valid_id
@@ -51,6 +51,8 @@ class Exchange:
             a response, or the listen stream).
         deadline: on the :func:`time.monotonic` clock, or ``None``.
         read_timeout: the longest one socket read may wait.
+        headers: the message's own headers (from the layer above), sent with
+            its POST only (never with a GET that resumes its stream).
     """
 
     __slots__ = (
@@ -61,6 +63,7 @@ class Exchange:
         "deadline",
         "events",
         "had_ids",
+        "headers",
         "last_event_id",
         "messages",
         "read_timeout",
@@ -71,8 +74,15 @@ class Exchange:
         "unanswered",
     )
 
-    def __init__(self, request_ids: Sequence[RequestId], deadline: Optional[float], read_timeout: float) -> None:
+    def __init__(
+        self,
+        request_ids: Sequence[RequestId],
+        deadline: Optional[float],
+        read_timeout: float,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
         self.request_ids = tuple(request_ids)
+        self.headers = headers
         # _lock guards unanswered, _abandoned, stopped, _connection and _wake.
         self._lock = threading.Lock()
         self.unanswered: Set[RequestId] = set(self.request_ids)

@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional
 
 import requests
 
-from ...errors import HttpConnectionError, HttpError, JsonRpcError
+from ...errors import HttpConnectionError, HttpError, JsonRpcError, StreamLost
 from ...messages import decode
 from ._endpoint import Endpoint
 from ._errors import DeadlinePassed, closed_error, excerpt, resume_error, status_error
@@ -116,12 +116,18 @@ class Poster:
         endpoint = self._endpoint
         headers = endpoint.headers(ACCEPT_POST)
         headers["Content-Type"] = JSON_TYPE
+        if exchange.headers:
+            headers.update(exchange.headers)
         response = endpoint.request("POST", headers, exchange, data=data)
         try:
             broken = self._handle_answer(response, exchange, sent_session=SESSION_HEADER in headers)
         finally:
             response.close()
         if exchange.unanswered:
+            if endpoint.session.stateless:
+                # The 2026-07-28 transport resumes nothing: the requests fail, to be sent anew.
+                reason = f": {broken.message}" if broken is not None else ""
+                raise StreamLost(f"{self._label}: the SSE stream ended before the response{reason}")
             self._resume(exchange, broken)
 
     def _handle_answer(

@@ -105,6 +105,12 @@ class Secrets:
         values.extend(_header_secrets(headers))
         self._values: Tuple[str, ...] = _longest_first(values)
 
+    def including(self, url: str) -> Secrets:
+        """These secrets and those of another URL of the same server (the legacy transport's POST URL)."""
+        extended = Secrets(url, {})
+        extended._values = _longest_first([*self._values, *extended._values])
+        return extended
+
     def redact(self, text: str, headers: Optional[Mapping[str, str]] = None) -> str:
         """``text`` with every secret replaced (also those among ``headers``, the request's own)."""
         text = _USERINFO.sub(REDACTED + "@", text)

@@ -2,8 +2,10 @@
 
 The ``Mcp-Session-Id`` of any successful answer is sent on every later
 request, and ``MCP-Protocol-Version`` once it is set (the MCP layer does that
-after ``initialize``).  A 404 to a request that carried a session id means the
-session expired (:func:`~._errors.status_error` makes that
+after ``initialize``).  In the stateless revision (2026-07-28, ``stateless``
+set by the MCP layer) there is no session: a ``Mcp-Session-Id`` a server
+still sends is ignored, none is ever sent, and nothing is DELETEd.  A 404 to a
+request that carried a session id means the session expired (:func:`~._errors.status_error` makes that
 :class:`~jsonrpc_threads.errors.SessionExpired`); :meth:`SessionState.reset`
 forgets it, so the next request starts a new one.  ``close()`` ends a session
 with a DELETE (405: the server does not let clients end sessions; fine).
@@ -40,6 +42,7 @@ class SessionState:
         self._lock = threading.Lock()
         self.session_id: Optional[str] = None
         self.protocol_version: Optional[str] = None
+        self.stateless = False
         self._ended = False
 
     def add_headers(self, headers: Dict[str, str]) -> None:
@@ -54,7 +57,7 @@ class SessionState:
     def capture(self, headers: Mapping[str, str]) -> None:
         """Take the session id of a successful answer (a malformed one is ignored)."""
         session_id = headers.get(SESSION_HEADER)
-        if session_id is None or session_id == self.session_id:
+        if session_id is None or session_id == self.session_id or self.stateless:
             return
         if not session_id or not all(0x21 <= ord(ch) <= 0x7E for ch in session_id):
             logger.warning("%s: ignoring a malformed %s header", self._label, SESSION_HEADER)

@@ -54,8 +54,8 @@ class SinkCalls:
         except Exception:
             logger.exception("%s: the sink failed on a request failure", self._label)
 
-    def closed(self) -> None:
-        """The transport is gone: tell the sink, the first time only."""
+    def closed(self, error: Optional[TransportClosed] = None) -> None:
+        """The transport is gone: tell the sink (with ``error``, or "closed"), the first time only."""
         with self._lock:
             sink = self.sink
             already = self._told_closed
@@ -63,7 +63,7 @@ class SinkCalls:
         if sink is None or already:
             return
         try:
-            sink.transport_closed(closed_error())
+            sink.transport_closed(error if error is not None else closed_error())
         except Exception:
             logger.exception("%s: the sink failed on transport_closed", self._label)
 

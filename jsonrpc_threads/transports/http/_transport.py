@@ -40,16 +40,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import requests.auth
 
 from ..._workers import PoolClosed, WorkerPool
 from ...errors import RequestId, RequestTimeout, TransportClosed
-from ..base import MessageSink
+from ..base import MessageSink, Transport
 from ._endpoint import Endpoint, HeaderProvider
-from ._errors import DeadlinePassed, closed_error
+from ._errors import DeadlinePassed, check_message_headers, closed_error
 from ._exchange import Exchange, Inflight
 from ._hooks import HookSenders
 from ._listen import ListenStream
@@ -145,6 +145,15 @@ class HttpTransport:
             raise ValueError("connect_timeout and read_timeout must be positive")
         self.url = url
         self.label = url_label(url)
+        # What a transport to the same server over the legacy transport is made with.
+        self._options: Dict[str, Any] = {
+            "headers": dict(headers or {}),
+            "auth": auth,
+            "header_provider": header_provider,
+            "connect_timeout": connect_timeout,
+            "max_workers": max_workers,
+            "verify": verify,
+        }
         self.max_message_bytes = max_message_bytes
         self.max_resumptions = max_resumptions
         self._read_timeout = read_timeout
@@ -198,8 +207,20 @@ class HttpTransport:
                 raise closed_error()
             self._sink.sink = sink
 
-    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
+    def send(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId] = (),
+        *,
+        deadline: Optional[float] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
         """POST one encoded message (or batch).
+
+        ``headers``: the message's own headers (MCP's ``Mcp-Method`` and the
+        like, computed by the layer above), sent with this POST after the
+        transport's own; a name or value that is not a valid HTTP header
+        fails the message at once.
 
         With ``request_ids``, the POST runs on the pool and this returns at
         once; ``deadline`` is the requests' own (past it the exchange ends,
@@ -216,14 +237,17 @@ class HttpTransport:
             SessionExpired: (no ids) 404 to a message that carried a session id.
             HttpConnectionError: (no ids) the connection failed or timed out.
             HttpError: (no ids) any other non-2xx answer, a redirect, or an
-                answer with an unexpected content type.
+                answer with an unexpected content type; (with or without ids)
+                a message header that is not valid HTTP.
             JsonRpcError: (no ids) the JSON-RPC error the server answered with.
             MessageTooLarge: (no ids) an answer above ``max_message_bytes``.
         """
         if self._closed or self._sink.sink is None:
             raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+        if headers:
+            check_message_headers(self.label, headers)
         if request_ids:
-            exchange = Exchange(request_ids, deadline, self._read_timeout)
+            exchange = Exchange(request_ids, deadline, self._read_timeout, headers)
             self._inflight.add(exchange)
             try:
                 self._pool.submit(self._carry_on_pool, exchange, data)
@@ -232,7 +256,7 @@ class HttpTransport:
                 raise closed_error() from None
             return
         started = time.monotonic()
-        exchange = Exchange((), deadline, self._read_timeout)
+        exchange = Exchange((), deadline, self._read_timeout, headers)
         try:
             if self._hooks is None:
                 self._poster.post(exchange, data)
@@ -242,7 +266,12 @@ class HttpTransport:
             raise _send_timeout(self.label, deadline, started) from None
 
     def drive_call(
-        self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
+        self,
+        data: bytes,
+        request_id: RequestId,
+        done: Callable[[], bool],
+        deadline: Optional[float],
+        headers: Optional[Mapping[str, str]] = None,
     ) -> bool:
         """The :class:`~..base.DrivesCalls` capability: run a call's POST on the calling thread.
 
@@ -263,14 +292,17 @@ class HttpTransport:
         Raises:
             TransportClosed: when the transport is closed (or not started);
                 nothing was sent.
+            HttpError: a message header that is not valid HTTP (nothing sent).
         """
         if self._hooks is not None or (deadline is not None and deadline <= time.monotonic()):
             return False
         if self._closed or self._sink.sink is None:
             raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+        if headers:
+            check_message_headers(self.label, headers)
         if not self._direct.enter():
             return False
-        exchange = Exchange((request_id,), deadline, self._read_timeout)
+        exchange = Exchange((request_id,), deadline, self._read_timeout, headers)
         self._inflight.add(exchange)
         try:
             self._poster.carry(exchange, data)
@@ -359,6 +391,22 @@ class HttpTransport:
         return self._endpoint.session.session_id
 
     @property
+    def stateless(self) -> bool:
+        """The stateless revision (2026-07-28) of Streamable HTTP: no session, no listen stream, no resumption.
+
+        Set by the MCP layer before its first request (see
+        :class:`~jsonrpc_threads.transports.base.SessionTransport`); setting it
+        forgets a session id taken before.
+        """
+        return self._endpoint.session.stateless
+
+    @stateless.setter
+    def stateless(self, value: bool) -> None:
+        self._endpoint.session.stateless = bool(value)
+        if value:
+            self.reset_session()
+
+    @property
     def listening(self) -> bool:
         """True while the GET stream opened by :meth:`open_listen_stream` is running."""
         listen = self._listen
@@ -397,6 +445,9 @@ class HttpTransport:
         Raises:
             TransportClosed: when the transport is closed or not started.
         """
+        if self.stateless:
+            logger.debug("%s: no listen stream in the stateless revision", self.label)
+            return
         with self._lock:
             if self._closed or self._sink.sink is None:
                 raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
@@ -412,6 +463,29 @@ class HttpTransport:
                 listen.start()
         if wait is not None:
             listen.answered.wait(wait)
+
+    def legacy_transport(self) -> Transport:
+        """An :class:`~jsonrpc_threads.transports.sse.SseTransport` to the same URL, with the same settings.
+
+        (:class:`~jsonrpc_threads.transports.base.HasLegacyTransport`.)  For
+        the fallback to the HTTP+SSE transport of 2024-11-05 that the MCP
+        layer makes when this transport's first POST is refused; this
+        transport is not changed (the caller closes it).
+        """
+        from ..sse import SseTransport  # noqa: PLC0415 - the legacy transport, only when needed
+
+        return SseTransport(
+            self.url,
+            headers=self._options["headers"],
+            auth=self._options["auth"],
+            header_provider=self._options["header_provider"],
+            connect_timeout=self._options["connect_timeout"],
+            read_timeout=self._read_timeout,
+            max_workers=self._options["max_workers"],
+            max_message_bytes=self.max_message_bytes,
+            max_reconnects=self.max_resumptions,
+            verify=self._options["verify"],
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -225,8 +225,18 @@ class StdioTransport(Closing):
         self._sink = sink
         self._child.start_reader(sink_ref)
 
-    def send(self, data: bytes, request_ids: Sequence[RequestId] = (), *, deadline: Optional[float] = None) -> None:
+    def send(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId] = (),
+        *,
+        deadline: Optional[float] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
         """Write one encoded message (or batch) to the child's stdin, framed.
+
+        ``headers`` (per-message metadata, see :mod:`..base`) are ignored: a
+        pipe has nowhere to carry them.
 
         Returns at once: the message is written now, or queued behind earlier
         ones and written by the writer thread as the child reads, in order.
@@ -249,7 +259,12 @@ class StdioTransport(Closing):
             child.reader.ensure_reading()
 
     def drive_call(
-        self, data: bytes, request_id: RequestId, done: Callable[[], bool], deadline: Optional[float]
+        self,
+        data: bytes,
+        request_id: RequestId,
+        done: Callable[[], bool],
+        deadline: Optional[float],
+        headers: Optional[Mapping[str, str]] = None,
     ) -> bool:
         """Send one request and read stdout on the calling thread until ``done()`` or ``deadline``.
 

@@ -1,0 +1,117 @@
+"""The caching hints of MCP 2026-07-28: results reused while the server says they are fresh.
+
+Theory of operation.  In the stateless era the results of ``server/discover``,
+the four list methods and ``resources/read`` carry ``ttlMs`` (how long the
+result may be taken as fresh, in milliseconds) and ``cacheScope``.
+:class:`ResultCache` keeps a result whose ``ttlMs`` is positive, keyed by the
+method and the parameters that decide it (``_meta`` aside), and hands out a
+copy of it until ``ttlMs`` has passed since it was received.  Each page of a
+paginated list is its own entry (its cursor is part of the key).  A result of
+a multi round-trip retry (``inputResponses``/``requestState``) is never kept:
+it depends on more than the key.  A list-changed or resource-updated
+notification makes the entries it concerns stale at once.
+
+One cache belongs to one client, and so to one authorization context: a
+``"private"`` result is never shared beyond it; ``"public"`` changes nothing here.
+
+Thread-safety: every method may be called from any thread (one lock; no I/O
+and no user code under it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+
+from .protocol import CACHEABLE_METHODS, RESULT_COMPLETE
+
+#: Entries kept at most (the oldest go first).
+MAX_ENTRIES = 512
+
+_Key = Tuple[str, str]
+
+
+def _key(method: str, params: Optional[Mapping[str, Any]]) -> Optional[_Key]:
+    decisive = {key: value for key, value in (params or {}).items() if key != "_meta"}
+    if "inputResponses" in decisive or "requestState" in decisive:
+        return None
+    try:
+        return method, json.dumps(decisive, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+class ResultCache:
+    """Fresh cacheable results, by method and parameters.
+
+    Args:
+        clock: the clock ``ttlMs`` is measured on.
+        max_entries: the most entries kept.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, max_entries: int = MAX_ENTRIES) -> None:
+        self._clock = clock
+        self._max_entries = max_entries
+        # _lock guards _entries (key -> (expiry, result)), kept in insertion order.
+        self._lock = threading.Lock()
+        self._entries: Dict[_Key, Tuple[float, Dict[str, Any]]] = {}
+
+    def get(self, method: str, params: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+        """A copy of the fresh result for this request, or ``None``."""
+        if method not in CACHEABLE_METHODS:
+            return None
+        key = _key(method, params)
+        if key is None:
+            return None
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if self._clock() >= entry[0]:
+                del self._entries[key]
+                return None
+            result = entry[1]
+        return copy.deepcopy(result)
+
+    def put(self, method: str, params: Optional[Mapping[str, Any]], result: Any) -> None:
+        """Keep ``result`` when its method is cacheable, it is complete, and its ``ttlMs`` is positive."""
+        if method not in CACHEABLE_METHODS or not isinstance(result, dict):
+            return
+        if result.get("resultType", RESULT_COMPLETE) != RESULT_COMPLETE:
+            return
+        ttl = result.get("ttlMs")
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+            return  # absent, zero or negative: immediately stale
+        key = _key(method, params)
+        if key is None:
+            return
+        expiry = self._clock() + float(ttl) / 1000.0
+        kept = copy.deepcopy(result)
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = (expiry, kept)
+            while len(self._entries) > self._max_entries:
+                del self._entries[next(iter(self._entries))]
+
+    def invalidate(self, methods: Iterable[str], uri: Optional[str] = None) -> None:
+        """Make the entries of ``methods`` stale (only those for ``uri``, when given)."""
+        wanted = frozenset(methods)
+        with self._lock:
+            for key in [key for key in self._entries if key[0] in wanted]:
+                if uri is None or json.loads(key[1]).get("uri") == uri:
+                    del self._entries[key]
+
+    def clear(self) -> None:
+        """Forget everything (a new era, a new session)."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+__all__ = ["MAX_ENTRIES", "ResultCache"]

@@ -1,0 +1,351 @@
+"""SseTransport: the transport contract (:mod:`..base`) over the legacy HTTP+SSE transport of MCP 2024-11-05.
+
+Where each message runs:
+
+- the event stream (a GET) runs on its own thread from :meth:`SseTransport.start`
+  on (:mod:`._stream`): it learns the POST URL from the ``endpoint`` event and
+  delivers every message the server sends, responses included;
+- a message with requests (``send`` with ids) is POSTed on the pool
+  (``jsonrpc-sse-post[<label>]-N``), after waiting (until the requests'
+  deadline) for the endpoint; ``send`` returns at once, and a refused POST
+  fails those requests through the sink;
+- a message without requests (a notification, an answer to the server) is
+  POSTed on the caller's thread, and ``send`` returns once the server took it
+  (202), never past its deadline.
+
+Hooks (``auth``, ``header_provider``) run while a request is made, as in
+:class:`~jsonrpc_threads.transports.http.HttpTransport`: the GET on the
+stream's thread, request POSTs on the pool; a notification's POST on a
+thread of its own while the caller waits with its deadline.
+
+Thread-safety: every method may be called from any number of threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Mapping, Optional, Sequence, Union
+from urllib.parse import urlsplit
+
+import requests.auth
+
+from ..._deadlines import passed, wait_slice
+from ..._workers import PoolClosed, WorkerPool
+from ...errors import HttpError, JsonRpcError, RequestId, RequestTimeout, TransportClosed
+from ..base import MessageSink
+from ..http._endpoint import Endpoint, HeaderProvider
+from ..http._errors import DeadlinePassed, check_message_headers, status_error
+from ..http._exchange import Exchange
+from ..http._reading import read_excerpt
+from ..http._redact import url_label
+from ..http._sink import SinkCalls
+from ..http._wire import (
+    ACCEPT_POST,
+    CLOSE_JOIN_GRACE_S,
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_RESUMPTIONS,
+    DEFAULT_MAX_WORKERS,
+    DEFAULT_READ_TIMEOUT_S,
+    JSON_TYPE,
+)
+from ._stream import EventStream, Owed
+
+logger = logging.getLogger(__name__)
+
+#: How long a message waits for the server's ``endpoint`` event when its own deadline is longer (or none).
+ENDPOINT_WAIT_S = 30.0
+
+
+class SseTransport:
+    """The HTTP+SSE transport of MCP 2024-11-05: one GET event stream, and a POST per message.
+
+    Thread-safe: :meth:`send` may be called from many threads at once,
+    :meth:`close` from any thread, any number of times.  Received messages
+    are delivered to the sink from the stream's thread (``jsonrpc-sse[<label>]``).
+
+    Deadlines: :meth:`send` without request ids returns by its deadline
+    whatever the server (and the hooks) do; a request waits for the endpoint
+    event and its POST no longer than its own deadline (the client times it
+    out then).  :meth:`close` is bounded.
+
+    Args:
+        url: the server's SSE endpoint (``http://`` or ``https://``), e.g.
+            ``http://127.0.0.1:3001/sse``.
+        headers: headers sent with every request (the GET and the POSTs).
+        auth: a ``requests.auth.AuthBase`` applied to every request.
+        header_provider: called before every request for more headers.
+        connect_timeout: seconds to wait for a connection.
+        read_timeout: seconds one socket read may wait; a stream silent for
+            longer is taken as broken (and resumed when it can be).
+        max_workers: threads posting requests; more requests queue.
+        max_message_bytes: the largest event (message) accepted; a larger
+            response fails its request with ``MessageTooLarge``.
+        max_reconnects: resumptions of a broken stream in a row (only when
+            the server gives event ids) before the transport ends.
+        verify: TLS verification, as in ``requests``.
+
+    Raises:
+        ValueError: for a URL that is not ``http(s)://host...`` or bad limits.
+
+    Attributes:
+        url: the stream's URL.
+        label: the URL without credentials or query, for logs and thread names.
+        revision: ``"2024-11-05"``, the MCP revision that defines this transport
+            (:class:`~jsonrpc_threads.transports.base.RevisionBound`: MCP over
+            it is the ``initialize`` handshake of the session era).
+    """
+
+    revision = "2024-11-05"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Optional[Mapping[str, str]] = None,
+        auth: Optional[requests.auth.AuthBase] = None,
+        header_provider: Optional[HeaderProvider] = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_reconnects: int = DEFAULT_MAX_RESUMPTIONS,
+        verify: Union[bool, str] = True,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url_label(url)!r}")
+        if max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        if max_message_bytes <= 0:
+            raise ValueError("max_message_bytes must be positive")
+        if max_reconnects < 0:
+            raise ValueError("max_reconnects must be >= 0")
+        if not connect_timeout > 0 or not read_timeout > 0:
+            raise ValueError("connect_timeout and read_timeout must be positive")
+        self.url = url
+        self.label = url_label(url)
+        self._read_timeout = read_timeout
+        self._closing = threading.Event()
+        self._endpoint = Endpoint(
+            url,
+            self.label,
+            headers=headers or {},
+            auth=auth,
+            header_provider=header_provider,
+            timeouts=(connect_timeout, read_timeout),
+            verify=verify,
+            pool_maxsize=max_workers + 4,
+            closing=self._closing,
+        )
+        self._sink = SinkCalls(self.label, self._closing)
+        self._owed = Owed()
+        self._stream = EventStream(
+            self._endpoint,
+            self._sink,
+            self._owed,
+            max_message_bytes=max_message_bytes,
+            max_reconnects=max_reconnects,
+            read_timeout=read_timeout,
+            on_end=self._stream_ended,
+        )
+        self._pool = WorkerPool(max_workers, f"jsonrpc-sse-post[{self.label}]")
+        # _lock guards _closed and _started; _over is set once the stream ended for good.
+        self._lock = threading.Lock()
+        self._closed = False
+        self._started = False
+        self._over = False
+
+    # -- Transport --------------------------------------------------------------------------
+
+    def start(self, sink: MessageSink) -> None:
+        """Remember the sink and open the event stream (on its own thread; returns at once).
+
+        Raises:
+            TransportClosed: when the transport was closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise TransportClosed("HTTP+SSE transport closed")
+            if self._started:
+                return
+            self._started = True
+            self._sink.sink = sink
+        self._stream.start()
+
+    def send(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId] = (),
+        *,
+        deadline: Optional[float] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        """POST one encoded message (or batch) to the server's endpoint.
+
+        With ``request_ids`` the POST runs on the pool and this returns at
+        once (the answers come on the stream; a refused POST fails them
+        through the sink).  Without, it runs here and returns once the server
+        took the message.  ``headers`` are sent with the POST.
+
+        Raises:
+            TransportClosed: the transport is closed (or not started), or its stream ended.
+            RequestTimeout: (no ids) not taken by ``deadline``.
+            HttpError: (no ids) the POST was refused; (any) a message header that is not valid HTTP.
+            JsonRpcError: (no ids) the JSON-RPC error the server answered with.
+        """
+        if self._closed or self._over or self._sink.sink is None:
+            raise TransportClosed(
+                "HTTP+SSE transport not started" if self._sink.sink is None else "HTTP+SSE transport closed"
+            )
+        if headers:
+            check_message_headers(self.label, headers)
+        if request_ids:
+            self._owed.add(request_ids)
+            try:
+                self._pool.submit(self._post_requests, data, tuple(request_ids), deadline, headers)
+            except PoolClosed:
+                self._owed.take_all()
+                raise TransportClosed("HTTP+SSE transport closed") from None
+            return
+        started = time.monotonic()
+        if self._endpoint.runs_user_code:
+            self._post_with_hooks(data, deadline, headers, started)
+            return
+        try:
+            self._post(data, (), deadline, headers)
+        except DeadlinePassed:
+            raise _send_timeout(self.label, deadline, started) from None
+
+    def release_in_fork(self) -> None:
+        """In a process forked after the transport was made: close this process's copies of its sockets.
+
+        (:class:`~jsonrpc_threads.transports.base.SurvivesFork`.)  No socket is
+        shut down (that would cut the parent's stream), no lock is taken.
+        """
+        self._closed = True
+        self._endpoint.connections.release_in_fork()
+
+    def close(self) -> None:
+        """Stop the stream and the pool, close every connection, tell the sink.  Idempotent; bounded."""
+        with self._lock:
+            first = not self._closed
+            self._closed = True
+        if not first:
+            return
+        self._closing.set()
+        try:
+            self._stream.stop()
+            self._endpoint.shutdown_all()  # ends every read in progress
+            self._pool.shutdown(CLOSE_JOIN_GRACE_S)
+            self._stream.join(CLOSE_JOIN_GRACE_S)
+            self._endpoint.close()
+        finally:
+            self._sink.closed()
+
+    @property
+    def post_url(self) -> Optional[str]:
+        """Where messages are POSTed, once the server's ``endpoint`` event named it."""
+        return self._stream.post_url
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<SseTransport {self.label} {state}>"
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _stream_ended(self, error: TransportClosed) -> None:
+        """The stream is over for good: the transport is too (the sink fails what is pending)."""
+        if not self._closing.is_set():
+            logger.info("%s: %s", self.label, error.message)
+        self._over = True
+        self._sink.closed(error)
+
+    def _post_requests(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId],
+        deadline: Optional[float],
+        headers: Optional[Mapping[str, str]],
+    ) -> None:
+        try:
+            self._post(data, request_ids, deadline, headers)
+        except DeadlinePassed:
+            return  # the client times the requests out itself
+        except JsonRpcError as exc:
+            for request_id in request_ids:
+                self._owed.strike(request_id)
+            self._sink.fail(request_ids, exc)
+
+    def _post(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId],
+        deadline: Optional[float],
+        headers: Optional[Mapping[str, str]],
+    ) -> None:
+        """POST ``data`` to the endpoint; raise if it was not taken."""
+        wait_until = time.monotonic() + ENDPOINT_WAIT_S
+        if deadline is not None:
+            wait_until = min(wait_until, deadline)
+        try:
+            target = self._stream.wait_endpoint(wait_until)
+        except HttpError:
+            if deadline is not None and passed(deadline):
+                raise DeadlinePassed(f"{self.label}: the deadline passed before the endpoint event") from None
+            raise
+        exchange = Exchange(request_ids, deadline, self._read_timeout)
+        request_headers = self._endpoint.headers(ACCEPT_POST)
+        request_headers["Content-Type"] = JSON_TYPE
+        if headers:
+            request_headers.update(headers)
+        response = self._endpoint.request("POST", request_headers, exchange, data=data, target=target)
+        with response:
+            status = response.status_code
+            body = read_excerpt(response, exchange)  # the answer is on the stream; read what came, briefly
+            if not 200 <= status < 300:
+                raise status_error(
+                    self.label, status, response.reason or "", body, sent_session=False, answers_ours=lambda _: False
+                )
+
+    def _post_with_hooks(
+        self, data: bytes, deadline: Optional[float], headers: Optional[Mapping[str, str]], started: float
+    ) -> None:
+        """A message without requests when hooks may block: posted on a thread, waited for until the deadline."""
+        outcome: Future[None] = Future()
+
+        def post() -> None:
+            try:
+                self._post(data, (), deadline, headers)
+            except BaseException as exc:
+                outcome.set_exception(exc)
+            else:
+                outcome.set_result(None)
+
+        thread = threading.Thread(target=post, name=f"jsonrpc-sse-send[{self.label}]", daemon=True)
+        thread.start()
+        while True:
+            try:
+                outcome.result(wait_slice(deadline))
+                return
+            except DeadlinePassed:
+                raise _send_timeout(self.label, deadline, started) from None
+            except FutureTimeout:
+                if outcome.done():
+                    raise
+                if passed(deadline):
+                    raise _send_timeout(self.label, deadline, started) from None
+
+
+def _send_timeout(label: str, deadline: Optional[float], started: float) -> RequestTimeout:
+    seconds = None if deadline is None else round(max(0.0, deadline - started), 3)
+    error = RequestTimeout("POST", None, seconds)
+    error.message = f"{label}: the server did not take the message within {seconds}s"
+    return error
+
+
+__all__ = ["ENDPOINT_WAIT_S", "SseTransport"]
