@@ -42,19 +42,30 @@ class Withdrawer(Protocol):
     def _withdraw(self, request_id: RequestId, reason: str) -> None: ...
 
 
+#: Taken to make a future's Condition, and by a settler that finds none: so a
+#: future either settles before anybody can look at it (no Condition yet), or
+#: under its Condition, as Future always does (see RequestFuture.set_result).
+_CONDITION_LOCK = threading.Lock()
+
+
 class _LazyCondition:
     """``Future._condition``, made on first use.
 
     A Condition (with its RLock and deque) is over half of what a pending
-    request costs, and most futures need it only once they settle.  The first
-    access stores one in the instance dict (``dict.setdefault`` is atomic, so
-    two threads racing get the same one), which then shadows this descriptor.
+    request costs, and most futures settle before anybody waits on them.  The
+    first access stores one in the instance dict (under :data:`_CONDITION_LOCK`),
+    which then shadows this descriptor.
     """
 
     def __get__(self, instance: Optional[Future[Any]], owner: type) -> Any:
         if instance is None:
             return self
-        return instance.__dict__.setdefault("_condition", threading.Condition())
+        state = instance.__dict__
+        with _CONDITION_LOCK:
+            condition = state.get("_condition")
+            if condition is None:
+                condition = state["_condition"] = threading.Condition()
+        return condition
 
 
 class _LazyList:
@@ -144,42 +155,54 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     # -- settling without a Condition ------------------------------------------------
     #
-    # Most futures settle before anybody waits on them.  A waiter (result(),
-    # wait(), a done-callback) makes the Condition before it looks at the state,
-    # and the settler sets the state before it looks for a Condition: so a
-    # settler that finds none knows nobody can be waiting, and one that finds
-    # one notifies under it, exactly as Future does.  Which transition happens
-    # (this, or cancel()) is decided by one atomic dict.setdefault on the claim.
+    # Most futures settle before anybody waits on them.  Every waiter (result(),
+    # wait(), as_completed(), a done-callback) makes the Condition before it looks
+    # at the state, and makes it under _CONDITION_LOCK; a settler that finds no
+    # Condition under that lock sets the state there, before anybody can look,
+    # and one that finds a Condition settles under it exactly as Future does.
+    # Which transition happens (this, or cancel()) is decided first, by one
+    # atomic dict.setdefault on the claim.
 
     def set_result(self, result: Any) -> None:
         """As :meth:`concurrent.futures.Future.set_result` (no Condition made when nobody waits)."""
-        if self.__dict__.setdefault(_CLAIM, _BY_SETTLE) is not _BY_SETTLE or self._state != _PENDING_STATE:
-            raise _invalid_state(self)
-        self._result = result
-        self._state = _FINISHED_STATE
-        self._after_settling(True)
+        self._claim()
+        state = self.__dict__
+        with _CONDITION_LOCK:
+            condition = state.get("_condition")
+            if condition is None:
+                self._result = result
+                self._state = _FINISHED_STATE
+                return
+        with condition:
+            self._result = result
+            self._state = _FINISHED_STATE
+            for waiter in state.get("_waiters", ()):
+                waiter.add_result(self)
+            condition.notify_all()
+        self._invoke_callbacks()  # type: ignore[attr-defined]
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
         """As :meth:`concurrent.futures.Future.set_exception` (no Condition made when nobody waits)."""
+        self._claim()
+        state = self.__dict__
+        with _CONDITION_LOCK:
+            condition = state.get("_condition")
+            if condition is None:
+                self._exception = exception
+                self._state = _FINISHED_STATE
+                return
+        with condition:
+            self._exception = exception
+            self._state = _FINISHED_STATE
+            for waiter in state.get("_waiters", ()):
+                waiter.add_exception(self)
+            condition.notify_all()
+        self._invoke_callbacks()  # type: ignore[attr-defined]
+
+    def _claim(self) -> None:
+        """Take the one transition out of PENDING for the settler, or raise InvalidStateError."""
         if self.__dict__.setdefault(_CLAIM, _BY_SETTLE) is not _BY_SETTLE or self._state != _PENDING_STATE:
             raise _invalid_state(self)
-        self._exception = exception
-        self._state = _FINISHED_STATE
-        self._after_settling(False)
-
-    def _after_settling(self, with_result: bool) -> None:
-        state = self.__dict__
-        condition = state.get("_condition")
-        if condition is not None:  # somebody may wait: wake them, as Future does
-            with condition:
-                for waiter in state.get("_waiters", ()):
-                    if with_result:
-                        waiter.add_result(self)
-                    else:
-                        waiter.add_exception(self)
-                condition.notify_all()
-        if state.get("_done_callbacks"):
-            self._invoke_callbacks()  # type: ignore[attr-defined]
 
     def result(self, timeout: Optional[float] = None) -> Any:
         """As :meth:`concurrent.futures.Future.result`.
