@@ -543,21 +543,36 @@ class ServerSupervisor:
             now = time.monotonic()
             stops = self._history.record(now, self._settings.policy.window)
             delay = self._settings.policy.delay(stops)
+            future: Future[McpClient] = Future()
             if delay is None:
                 failed = self._fail_locked(error, reason, now, restarted=True)
-                future: Future[McpClient] = Future()
                 future.set_exception(failed)  # under the lock: whoever sees "failed" finds the error
                 self._session = future
             else:
-                self._schedule_restart_locked(Future(), now, delay)
+                self._state = RESTARTING
+                self._session = future
+                self._restarts += 1
+                self._restart_at = now + delay
         for timer in timers:
             timer.cancel()
-        self._settings.background.submit(client.close)  # reap the old process, off this thread
+        # Off this thread: reap the old process, and only then (at the earliest) start the new one.
+        self._settings.background.submit(self._reap_then_restart, client, None if failed else future)
         if failed is not None:
             logger.warning("MCP %s", failed.message)
             self._on_listed()
         else:
             logger.warning("MCP server %r stopped (%s); restarting in %.3gs", self.name, reason, delay)
+
+    def _reap_then_restart(self, client: McpClient, future: Optional[Future[McpClient]]) -> None:
+        """On a background worker: close the stopped session, then schedule the restart at its due time."""
+        client.close()
+        if future is None:
+            return
+        with self._lock:
+            if self._closed or self._session is not future or self._state != RESTARTING:
+                return
+            delay = self._restart_at - time.monotonic()
+            self._timers.append(self._settings.background.call_later(delay, self._start, future))
 
     def _idle_check(self, client: McpClient) -> None:
         """On a background worker, ``idle_timeout`` after the last use: close the session if still unused."""
