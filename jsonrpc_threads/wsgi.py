@@ -32,11 +32,14 @@ thread and holds no lock while a handler runs, so handlers must be
 thread-safe (the server runs many requests at once).
 
 No notifications.  An answer is one JSON body, so a handler cannot send a
-notification (progress, a log message) before it: :func:`jsonrpc_threads.server.notify`
-raises ``RuntimeError`` here, and a ``progressToken`` in a request's
-``_meta`` gets no progress.  :func:`current_request_id` and
-:func:`current_environ` (the request's WSGI environ: headers, remote address,
-what an auth middleware put there) work inside a handler.
+notification (progress, a log message) before it.  A handler written for
+:func:`jsonrpc_threads.server.serve` runs here unchanged:
+:func:`jsonrpc_threads.server.current_request_id` works, and
+:func:`jsonrpc_threads.server.notify` drops what it is given (logged at
+debug level), so a ``progressToken`` in a request's ``_meta`` gets no
+progress.  :func:`current_request_id` and :func:`current_environ` (the
+request's WSGI environ: headers, remote address, what an auth middleware put
+there) work inside a handler too.
 
 Thread-safety: an application may serve any number of requests at once.
 """
@@ -46,6 +49,7 @@ from __future__ import annotations
 import contextvars
 import functools
 
+from . import server as _server
 from ._dispatch import answer_request, run_notification
 from ._logs import get_logger
 from .errors import InvalidRequest, JsonRpcError, ParseError
@@ -90,6 +94,26 @@ class _HandlerContext:
 _current: contextvars.ContextVar[Optional[_HandlerContext]] = contextvars.ContextVar(
     "jsonrpc_threads_wsgi_handler", default=None
 )
+
+
+class _NoStream:
+    """Where ``server.notify()`` writes inside a WSGI handler: nowhere (a JSON answer has no stream)."""
+
+    def write(self, data: bytes) -> int:
+        raise OSError("a JSON answer has no stream for notifications")
+
+    def flush(self) -> None:
+        pass
+
+
+def _no_stream_connection() -> _server.ServerConnection:
+    connection = _server.ServerConnection(_NoStream())  # type: ignore[arg-type]
+    connection.close()  # every message is dropped, logged at debug level
+    return connection
+
+
+#: The connection ``server.notify()`` finds inside a WSGI handler (closed: it drops everything).
+_NO_STREAM = _no_stream_connection()
 
 
 def _context(what: str) -> _HandlerContext:
@@ -208,7 +232,9 @@ class JsonRpcApp:
         if isinstance(message, (Response, ErrorResponse)):
             logger.warning("ignored a response (id %r): this server sends no requests", message.id)
             return None
-        token = _current.set(_HandlerContext(getattr(message, "id", None), environ))
+        request_id = getattr(message, "id", None)
+        token = _current.set(_HandlerContext(request_id, environ))
+        served = _server._current.set(_server._HandlerContext(_NO_STREAM, request_id))
         try:
             if isinstance(message, Notification):
                 invoke = functools.partial(self.handler, message.method, message.params)
@@ -218,6 +244,7 @@ class JsonRpcApp:
             invoke = functools.partial(self.handler, message.method, message.params)
             return False, answer_request(message.id, message.method, invoke, "wsgi", logger)
         finally:
+            _server._current.reset(served)
             _current.reset(token)
 
     def _origin_allowed(self, environ: WSGIEnvironment) -> bool:
