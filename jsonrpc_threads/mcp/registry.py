@@ -426,7 +426,9 @@ class ToolRegistry(Closing):
         """The running session of ``server`` (started now if needed), for resources, prompts, ...
 
         Raises:
-            UnknownServer, ConfigError, ServerUnavailable.
+            UnknownServer: the name is not in the configuration.
+            ConfigError: the server's entry is unusable.
+            ServerUnavailable: the server failed to start, or is failed (see :meth:`status`).
         """
         self._check_fork()
         return self._server(server).session()
