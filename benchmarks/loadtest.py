@@ -451,7 +451,7 @@ def report(run: Run, finals: Dict[int, Dict[str, Any]], shutdown: Tuple[float, L
         ("every hung tool timed out at its deadline", bool(hangs) and all(o.kind == "timeout" for o in hangs), ""),
         ("every crash was reported", bool(crashes) and all(o.kind == "crashed" for o in crashes), ""),
         ("the crashed server was restarted", sum(restarts.values()) >= 1, f"{sum(restarts.values())} restarts"),
-        ("every server is running after the run", all(s == "running" for w in states.values() for s in w.values()), ""),
+        ("no server failed or restarting after the run", all(s in ("running", "idle") for w in states.values() for s in w.values()), ""),
         (f"memory flat (< {MEMORY_GROWTH_LIMIT_MIB:g} MiB growth)", bool(growths) and max(growths.values()) < MEMORY_GROWTH_LIMIT_MIB, f"{max(growths.values(), default=0):+.1f} MiB"),
         ("worker threads and fds flat", thread_growth <= WORKER_THREAD_SLACK and fd_growth <= WORKER_FD_SLACK, f"+{thread_growth} threads, +{fd_growth} fds"),
         ("nothing left after shutdown", not left and not leaks, "; ".join(left + leaks)),

@@ -255,3 +255,22 @@ def test_a_wire_trace_sees_every_message_in_order_on_a_thread_of_its_own() -> No
     assert all(name.startswith("jsonrpc-wire-trace") for _, _, _, name in seen)
     assert not any("sk-0123456789" in text for _, _, text, _ in seen), "a credential reached the trace"
     assert any("Bearer <redacted>" in text for _, _, text, _ in seen)
+
+
+def test_a_registry_closed_at_interpreter_exit_closes_every_server() -> None:
+    # A web app closes its registry from atexit, when concurrent.futures takes no more work.
+    import subprocess  # noqa: PLC0415
+
+    script = """
+import atexit, json, sys
+from jsonrpc_threads.mcp import ToolRegistry
+server = {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}
+registry = ToolRegistry.from_config({"mcpServers": {"a": server, "b": server, "c": server}})
+registry.start()
+print(json.dumps([entry["pid"] for entry in registry.status().values()]), flush=True)
+atexit.register(registry.close)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0 and "Exception" not in result.stderr, result.stderr
+    for pid in __import__("json").loads(result.stdout):
+        assert wait_exit(pid, WAIT_S), f"server {pid} was left running"

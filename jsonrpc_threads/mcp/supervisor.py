@@ -817,15 +817,30 @@ def _refresh_quietly(supervisor: ServerSupervisor, refresh: bool) -> None:
 
 
 def stop_all(supervisors: Sequence[ServerSupervisor]) -> None:
-    """Stop every supervisor, then close their sessions (concurrently, each bounded by ``McpClient.close``)."""
+    """Stop every supervisor, then close their sessions (concurrently, each bounded by ``McpClient.close``).
+
+    Plain threads, not an executor: this runs from ``atexit`` too (a web app's
+    registry is closed as its worker exits), when ``concurrent.futures``
+    refuses new work.  Where no thread can be started, the sessions are closed
+    one after the other.
+    """
     clients = [client for supervisor in supervisors for client in supervisor.stop()]
-    if len(clients) == 1:
-        clients[0].close()
-    elif clients:
-        workers = min(len(clients), MAX_PARALLEL_CLOSES)
-        with ThreadPoolExecutor(workers, thread_name_prefix="jsonrpc-registry-close") as pool:
-            for _ in pool.map(McpClient.close, clients):
-                pass
+    for start in range(0, len(clients), MAX_PARALLEL_CLOSES):
+        group = clients[start : start + MAX_PARALLEL_CLOSES]
+        if len(group) == 1:
+            group[0].close()
+            continue
+        threads: List[threading.Thread] = []
+        for client in group:
+            thread = threading.Thread(target=client.close, name="jsonrpc-registry-close", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # the interpreter is finalizing: no new threads
+                client.close()
+                continue
+            threads.append(thread)
+        for thread in threads:
+            thread.join()  # each close() is bounded (the transport's escalation)
 
 
 # -- helpers -----------------------------------------------------------------------------------
