@@ -424,10 +424,13 @@ def report(run: Run, finals: Dict[int, Dict[str, Any]], shutdown: Tuple[float, L
         first, last = quarter_medians(samples, run.elapsed)
         growths[pid] = last - first
         lines.append(f"  worker {pid:<19}{first:>8.1f} -> {last:.1f} MiB ({last - first:+.1f})")
-    lines.append("worker threads / fds (a quarter in -> after the run):")
+    lines.append("worker threads / fds (a quarter in, every server up -> after the run):")
     thread_growth = fd_growth = 0
     for pid, samples in sorted(run.health.items()):
-        early = [facts for at, facts in samples if at >= run.elapsed / 4] or [facts for _, facts in samples]
+        # The baseline: a quarter in, once every server of the worker runs (a server
+        # first started later brings its pipes and threads, which are not a leak).
+        later = [facts for at, facts in samples if at >= run.elapsed / 4] or [facts for _, facts in samples]
+        early = [facts for facts in later if all(s["state"] == "running" for s in facts["servers"].values())] or later
         final = finals.get(pid)
         if not early or final is None:
             continue
