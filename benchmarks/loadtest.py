@@ -268,7 +268,10 @@ class Run:
         started = time.monotonic()
         try:
             answer = session.post(
-                f"{self.server.url}/call", params={"timeout": timeout}, json=call, timeout=(5.0, timeout + HTTP_READ_SLACK_S)
+                f"{self.server.url}/call",
+                params={"timeout": timeout},
+                json=call,
+                timeout=(5.0, timeout + HTTP_READ_SLACK_S),
             )
             kind = classify(answer)
         except requests.Timeout:
@@ -285,7 +288,9 @@ class Run:
             while time.monotonic() < self.stop_at and budget.take():
                 _, server, tool, arguments = rng.choices(MIX, weights)[0]
                 number += 1
-                outcome = self.post_call(session, tool_call(server, tool, arguments, f"c{index}-{number}"), CALL_TIMEOUT_S)
+                outcome = self.post_call(
+                    session, tool_call(server, tool, arguments, f"c{index}-{number}"), CALL_TIMEOUT_S
+                )
                 with self.lock:
                     self.outcomes.append(outcome)
 
@@ -328,7 +333,9 @@ class Run:
                     with self.lock:
                         self.memory[worker.pid].append((now, rss))
                 try:  # a fresh connection each time: any worker may answer
-                    facts = session.get(f"{self.server.url}/health", timeout=5.0, headers={"Connection": "close"}).json()
+                    facts = session.get(
+                        f"{self.server.url}/health", timeout=5.0, headers={"Connection": "close"}
+                    ).json()
                 except (requests.RequestException, ValueError):
                     continue
                 with self.lock:
@@ -361,7 +368,9 @@ class Run:
             for _ in range(20 * max(1, len(wanted))):
                 try:
                     # A fresh connection each time: gunicorn hands it to any worker.
-                    facts = session.get(f"{self.server.url}/health", timeout=5.0, headers={"Connection": "close"}).json()
+                    facts = session.get(
+                        f"{self.server.url}/health", timeout=5.0, headers={"Connection": "close"}
+                    ).json()
                 except (requests.RequestException, ValueError):
                     continue
                 seen[facts["process"]["pid"]] = facts
@@ -394,7 +403,9 @@ def report(run: Run, finals: Dict[int, Dict[str, Any]], shutdown: Tuple[float, L
     ms = [o.latency * 1000.0 for o in outcomes]
     kinds = collections.Counter(o.kind for o in outcomes)
     ok = [o.latency * 1000.0 for o in outcomes if o.kind == "ok"]
-    shape = f"{args.workers} workers x {args.threads} threads" if args.server == "gunicorn" else f"{args.threads} threads"
+    shape = (
+        f"{args.workers} workers x {args.threads} threads" if args.server == "gunicorn" else f"{args.threads} threads"
+    )
     lines = [
         f"make loadtest: {args.server} ({shape}), {args.clients} clients, {run.elapsed:.1f} s, 127.0.0.1",
         "",

@@ -31,6 +31,10 @@ def test_a_short_load_test_passes_every_check(server: str) -> None:
     argv = [sys.executable, "-m", "benchmarks.loadtest", "--server", server, "--duration", "4", "--clients", "6"]
     result = subprocess.run(argv, cwd=str(ROOT), capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    for check in ("no request waited past its deadline", "the crashed server was restarted", "nothing left after shutdown"):
+    for check in (
+        "no request waited past its deadline",
+        "the crashed server was restarted",
+        "nothing left after shutdown",
+    ):
         assert f"PASS  {check}" in result.stdout, result.stdout
     assert "throughput" in result.stdout and "outcomes by kind" in result.stdout

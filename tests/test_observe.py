@@ -83,7 +83,7 @@ def test_the_wire_trace_sees_every_message_in_order_off_the_callers_threads(clie
     assert all_four.wait(WAIT_S)
     directions = [message.direction for message in seen]
     assert directions == ["out", "in", "out", "in"]
-    assert "\"method\":\"echo\"" in seen[0].text and "<redacted>" in seen[0].text
+    assert '"method":"echo"' in seen[0].text and "<redacted>" in seen[0].text
     assert all("s3cr3t-t0ken" not in message.text for message in seen)
     assert seen[2].text.startswith("[") and seen[3].text.startswith("[")
     assert seen[0].transport == client.transport.label and seen[0].time <= seen[1].time
@@ -144,7 +144,10 @@ def test_each_tool_call_is_a_span_whose_traceparent_reaches_the_server() -> None
     assert add.attributes["gen_ai.tool.name"] == "add" and add.attributes["jsonrpc_threads.server"] == "web"
     assert add.status.status_code == StatusCode.UNSET
     context = add.get_span_context()
-    assert recording.metas[0]["traceparent"] == f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    assert (
+        recording.metas[0]["traceparent"]
+        == f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    )
     assert spans["tools/call fail"].attributes["error.type"] == "tool_error"
     assert spans["tools/call fail"].status.status_code == StatusCode.ERROR
     assert spans["tools/call slow"].attributes["error.type"] == "RequestTimeout"

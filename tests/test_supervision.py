@@ -172,7 +172,10 @@ def test_a_first_start_that_fails_is_failed_at_once_and_a_bad_entry_too() -> Non
     with make_registry(config) as registry:
         registry.start()
         status = registry.status()
-        assert status["missing"]["state"] == "failed" and "jsonrpc-threads-no-such-command" in status["missing"]["last_error"]
+        assert (
+            status["missing"]["state"] == "failed"
+            and "jsonrpc-threads-no-such-command" in status["missing"]["last_error"]
+        )
         assert status["bad"]["state"] == "failed" and status["bad"]["last_error"]
         assert all(set(entry) == STATUS_KEYS and entry["pid"] is None for entry in status.values())
 

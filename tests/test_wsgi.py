@@ -131,11 +131,16 @@ def test_http_statuses_for_what_is_not_a_json_rpc_post(served: Any) -> None:
 @pytest.mark.parametrize("server_class", SERVERS, ids=[server.name for server in SERVERS])
 def test_a_body_over_the_limit_is_refused_413(server_class: Callable[..., Any]) -> None:
     with server_class(JsonRpcApp(Tools(), max_body_bytes=100)) as server:
-        answer = post(server.url, b'{"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"a": "' + b"x" * 100 + b'"}}')
+        answer = post(
+            server.url, b'{"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"a": "' + b"x" * 100 + b'"}}'
+        )
         assert answer.status_code == 413 and answer.json()["error"]["data"]["limit"] == 100
-        assert post(server.url, b'{"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"a": 1, "b": 2}}').json()[
-            "result"
-        ] == 3
+        assert (
+            post(server.url, b'{"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"a": 1, "b": 2}}').json()[
+                "result"
+            ]
+            == 3
+        )
 
 
 @pytest.mark.parametrize("server_class", SERVERS, ids=[server.name for server in SERVERS])
@@ -171,5 +176,7 @@ def test_a_handler_outside_of_a_request_has_no_context() -> None:
         current_environ()
     with pytest.raises(ValueError):
         JsonRpcApp(Tools(), max_body_bytes=0)
-    status, body = JsonRpcApp(Tools()).answer(b'{"jsonrpc": "2.0", "id": "x", "method": "add", "params": {"a": 1, "b": 1}}')
+    status, body = JsonRpcApp(Tools()).answer(
+        b'{"jsonrpc": "2.0", "id": "x", "method": "add", "params": {"a": 1, "b": 1}}'
+    )
     assert (status, body) == ("200 OK", b'{"jsonrpc":"2.0","id":"x","result":2}')
