@@ -38,6 +38,8 @@ from .registry_support import (
 ONE_WORKER = {"command": sys.executable, "args": [str(PEERS_DIR / "mcp_one_worker.py")]}
 #: A backoff long enough that a test sees "restarting" before the restart is due.
 SLOW_BACKOFF_S = 3.0
+#: How late past its deadline a call may return on a loaded machine (the wait itself is bounded).
+LATE_S = 1.0
 STATUS_KEYS = {"state", "pid", "restarts", "last_error"}
 
 
@@ -104,21 +106,21 @@ def test_a_call_whose_deadline_ends_before_the_restart_fails_at_once_with_server
         crash(registry)
         started = time.monotonic()
         with pytest.raises(ServerUnavailable, match="is restarting") as info:
-            registry.call_tool("example", "add", {"a": 1, "b": 1}, timeout=0.5)
-        assert time.monotonic() - started < 0.5, "it did not wait for a restart it cannot see in time"
+            registry.call_tool("example", "add", {"a": 1, "b": 1}, timeout=1.0)
+        assert time.monotonic() - started < 1.0, "it waited for a restart due after its deadline"
         assert info.value.retry_after is not None and 0 < info.value.retry_after <= SLOW_BACKOFF_S
-        message = registry.execute(openai_call("mcp__example__add", {"a": 1, "b": 1}), timeout=0.5)
+        message = registry.execute(openai_call("mcp__example__add", {"a": 1, "b": 1}), timeout=1.0)
         assert message["content"].startswith("Error:") and "is restarting" in message["content"]
         # A call with time enough waits for the restart and goes through.
         assert registry.call_tool("example", "add", {"a": 1, "b": 1}, timeout=WAIT_S)["content"][0]["text"] == "2"
 
 
 def test_calls_waiting_for_a_restart_wait_no_longer_than_their_deadline() -> None:
-    # A restart whose start hangs: the server's first answer never comes within the wait.
+    # Eight calls of a tool slower than their deadline, made as the server restarts:
+    # each gets the new session or not in time, and none waits past its deadline.
     config = {"mcpServers": {"example": EXAMPLE}}
     with make_registry(config, restart_backoff=0.0) as registry:
         registry.start()
-        registry.startup_timeout = 30.0
         crash(registry)
         results: List[Any] = []
 
@@ -137,7 +139,7 @@ def test_calls_waiting_for_a_restart_wait_no_longer_than_their_deadline() -> Non
             thread.join(WAIT_S)
         assert len(results) == 8
         for kind, elapsed in results:
-            assert kind in ("RequestTimeout", "ServerUnavailable") and elapsed < 1.0 + 0.5, results
+            assert kind in ("RequestTimeout", "ServerUnavailable") and elapsed < 1.0 + LATE_S, results
         assert registry.status()["example"]["restarts"] == 1  # eight waiters, one restart
 
 
@@ -184,7 +186,7 @@ def test_a_first_start_that_fails_is_failed_at_once_and_a_bad_entry_too() -> Non
 
 
 def test_an_unused_server_is_closed_after_idle_timeout_and_started_again_on_use() -> None:
-    with make_registry({"mcpServers": {"example": EXAMPLE}}, idle_timeout=0.5) as registry:
+    with make_registry({"mcpServers": {"example": EXAMPLE}}, idle_timeout=2.0) as registry:
         assert registry.execute(openai_call("mcp__example__add", {"a": 1, "b": 2}))["content"] == "3"
         first = registry.status()["example"]["pid"]
         assert isinstance(first, int)
@@ -205,7 +207,7 @@ def test_a_call_in_flight_keeps_an_idle_timeout_from_closing_its_server() -> Non
 
 
 def test_a_server_that_stops_answering_its_health_ping_is_restarted() -> None:
-    options: Dict[str, Any] = {"health_interval": 0.3, "health_timeout": 0.5, "restart_backoff": 0.0}
+    options: Dict[str, Any] = {"health_interval": 0.5, "health_timeout": 2.0, "restart_backoff": 0.0}
     with make_registry({"mcpServers": {"one": ONE_WORKER}}, **options) as registry:
         registry.start()
         hung = registry.status()["one"]["pid"]
