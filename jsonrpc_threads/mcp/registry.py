@@ -226,12 +226,13 @@ class ToolRegistry(Closing):
             background=Background(max_concurrency, "jsonrpc-registry"),
         )
         factory = transport_factory or functools.partial(build_transport, inherit_env=inherit_env)
-        # _lock guards _closed, _names and _entries (each supervisor guards its own state).
+        # _lock guards _closed, _names, _entries and _built (each supervisor guards its own state).
         self._lock = threading.Lock()
         self._closed = False
         self._made_in = _fork.generation  # a fork resets the registry on its first use there
         self._names: Dict[str, Tuple[ServerSupervisor, str]] = {}
         self._entries: List[RegistryTool] = []
+        self._built: List[int] = []  # each supervisor's listing_version() when _entries was built
         self._servers: Dict[str, ServerSupervisor] = {}
         for name in config.names:
             self._servers[name] = ServerSupervisor(
@@ -446,6 +447,13 @@ class ToolRegistry(Closing):
         self._check_fork()
         refresh_all(list(self._servers.values()), max_concurrency=self.max_concurrency)
         with self._lock:
+            current = self._built == [server.listing_version() for server in self._servers.values()]
+            if current:
+                return list(self._entries)
+        # A list changed and its supervisor's own rebuild has not run yet (it runs on
+        # the thread that saw the change): rebuild now, so the answer matches status().
+        self._rebuild_names()
+        with self._lock:
             return list(self._entries)
 
     def openai_tools(self) -> List[Dict[str, Any]]:
@@ -616,8 +624,11 @@ class ToolRegistry(Closing):
         with self._lock:
             pairs: List[ToolKey] = []
             tools: Dict[ToolKey, Tuple[ServerSupervisor, Tool]] = {}
+            built: List[int] = []
             for server in self._servers.values():
-                for tool in server.tools():
+                listed, version = server.listing()
+                built.append(version)
+                for tool in listed:
                     name = tool.get("name") if isinstance(tool, dict) else None
                     if not isinstance(name, str):
                         continue
@@ -628,6 +639,7 @@ class ToolRegistry(Closing):
             names = assign_names(pairs)
             self._names = {names[pair]: (tools[pair][0], pair[1]) for pair in pairs}
             self._entries = [registry_tool(names[pair], pair[0], tools[pair][1]) for pair in pairs]
+            self._built = built
 
     def _resolve(self, name: str) -> Tuple[ServerSupervisor, str]:
         with self._lock:

@@ -51,7 +51,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._deadlines import DEFAULT_TIMEOUT, UseDefault, check_timeout, deadline_after
 from .._scheduler import TimerHandle
@@ -182,6 +182,7 @@ class ServerSupervisor:
         self._listings = 0  # how many times _tools was fetched
         self._changes = 0  # list_changed notifications received
         self._listed_changes = 0  # the value of _changes when _tools was fetched
+        self._version = 0  # changes with _tools (see listing_version)
 
     # -- state ------------------------------------------------------------------------------
 
@@ -189,6 +190,15 @@ class ServerSupervisor:
         """The tools as last fetched (kept while the server restarts or idles; empty once it failed)."""
         with self._lock:
             return list(self._tools)
+
+    def listing(self) -> Tuple[List[Tool], int]:
+        """The tools and their :meth:`listing_version`, read together."""
+        with self._lock:
+            return list(self._tools), self._version
+
+    def listing_version(self) -> int:
+        """A number that changes whenever the tool list does (fetched, or emptied)."""
+        return self._version
 
     def failure(self) -> Optional[JsonRpcError]:
         """Why the server is unavailable: its :class:`ConfigError`, or the :class:`ServerUnavailable` it failed with."""
@@ -471,6 +481,7 @@ class ServerSupervisor:
         self._failed_at = now
         self._tools = []
         self._listed = False
+        self._version += 1
         returncode = exc.returncode if isinstance(exc, TransportClosed) else None
         tail = exc.stderr_tail if isinstance(exc, TransportClosed) else ""
         what = "failed to start"
@@ -628,6 +639,7 @@ class ServerSupervisor:
         self._tools = list(tools)
         self._listed = True
         self._listings += 1
+        self._version += 1
         self._listed_changes = changes
 
     def _tools_changed(self) -> None:
