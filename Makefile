@@ -1,5 +1,5 @@
 # jsonrpc_threads: `make demo`, `make test`, `make check`, `make docs`, `make dist`,
-# `make conformance`, `make bench`.
+# `make conformance`, `make bench`, `make loadtest`.
 # Every target builds its own virtual environment in .venv from nothing but python3:
 # `make demo` installs the package alone (what the demo needs), the others add the
 # extras they need (`.[dev]`: tests, checks, docs, build).
@@ -29,7 +29,7 @@ CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_NEXT_SCENARIOS := $(shell cat tests/conformance/scenarios-next.txt)
 CONFORMANCE_RESULTS := build/conformance
 
-.PHONY: demo test check venv clean node-deps conformance bench bench-quick docs dist browser
+.PHONY: demo test check venv clean node-deps conformance bench bench-quick docs dist browser loadtest
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -135,3 +135,8 @@ check: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(NODE_DIR)/node_modules
+
+# The example web app under gunicorn --threads (loopback only, bounded in time and requests):
+# many clients, a hung tool and a crashed server; prints its table and checks (benchmarks/loadtest.py).
+loadtest: $(STAMP)
+	$(PY) -m benchmarks.loadtest

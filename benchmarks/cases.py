@@ -368,6 +368,100 @@ async def _sdk_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
     return rows
 
 
+# -- case 9: tool calls from many threads: the registry against the SDK used from threads -------
+
+#: Caller threads of case 9.
+TOOL_THREAD_COUNTS = (16, 64)
+#: The arguments of every tool call of case 9.
+TOOL_ARGUMENTS: Dict[str, Any] = {"text": "hello"}
+#: What one call of the SDK from a thread may wait (``future.result(timeout)``).
+SDK_CALL_TIMEOUT_S = 30.0
+
+
+class SdkFromThreads:
+    """The official SDK used from threads the way sync wrappers do it today.
+
+    One background thread runs an event loop holding the ``ClientSession``;
+    each calling thread submits ``session.call_tool(...)`` to it with
+    ``asyncio.run_coroutine_threadsafe`` and blocks on ``.result(timeout)``.
+    """
+
+    def __init__(self) -> None:
+        from concurrent.futures import FIRST_COMPLETED, Future  # noqa: PLC0415
+        from concurrent.futures import wait as futures_wait  # noqa: PLC0415
+
+        from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: PLC0415  (only this case)
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="sdk-event-loop", daemon=True)
+        self.thread.start()
+        ready: Future[Any] = Future()
+        self._stop: asyncio.Event = asyncio.Event()  # replaced on the loop: see hold()
+
+        async def hold() -> None:
+            self._stop = asyncio.Event()
+            params = StdioServerParameters(command=ECHO_COMMAND[0], args=ECHO_COMMAND[1:])
+            async with stdio_client(params) as (read_stream, write_stream):
+                async with ClientSession(read_stream, write_stream) as session:
+                    await session.initialize()
+                    ready.set_result(session)
+                    await self._stop.wait()
+
+        self._held = asyncio.run_coroutine_threadsafe(hold(), self.loop)
+        futures_wait([ready, self._held], timeout=SERVER_START_S, return_when=FIRST_COMPLETED)
+        if not ready.done():
+            self.close()
+            raise RuntimeError("the SDK's session did not start")
+        self.session = ready.result()
+
+    def call(self) -> Any:
+        coroutine = self.session.call_tool("echo", TOOL_ARGUMENTS)
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(SDK_CALL_TIMEOUT_S)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self._stop.set)
+        try:
+            self._held.result(SERVER_START_S)
+        except Exception:  # noqa: S110 - a failed start was reported already
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(SERVER_START_S)
+        self.loop.close()
+
+
+def tool_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    """Case 8: 16 and 64 threads calling a tool through a ToolRegistry, and through the SDK from threads."""
+    from jsonrpc_threads.mcp import ToolRegistry  # noqa: PLC0415
+
+    rounds = sizes["rounds"]
+    total = sizes["tools_total"]
+    rows: List[Dict[str, Any]] = []
+    config = {"mcpServers": {"echo": {"command": ECHO_COMMAND[0], "args": ECHO_COMMAND[1:]}}}
+    registry = ToolRegistry.from_config(config, default_timeout=SDK_CALL_TIMEOUT_S)
+    sdk = SdkFromThreads()
+    try:
+        registry.start()
+        ours = functools.partial(registry.call_tool, "echo", "echo", TOOL_ARGUMENTS)
+        if ours()["content"][0]["text"] != "hello" or sdk.call().content[0].text != "hello":
+            raise RuntimeError("case 9: a tool call answered something else")
+        for count in TOOL_THREAD_COUNTS:
+            results = run_interleaved(
+                {
+                    "sdk": functools.partial(threaded, sdk.call, count, total),
+                    "ours": functools.partial(threaded, ours, count, total),
+                },
+                rounds,
+            )
+            case = f"9 tool calls, {count} threads"
+            label = "official SDK from threads (one event loop, run_coroutine_threadsafe)"
+            rows.append(make_row(case, sched, label, "baseline", results["sdk"]))
+            rows.append(make_row(case, sched, "ToolRegistry.call_tool()", "subject", results["ours"]))
+    finally:
+        registry.close()
+        sdk.close()
+    return rows
+
+
 # -- case 5: HTTP --------------------------------------------------------------------------
 
 
@@ -969,6 +1063,7 @@ GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "timers": timer_cases,
     "startup": startup_cases,
     "lsp": lsp_cases,
+    "tools": tool_cases,
 }
 
 

@@ -7,7 +7,9 @@ Run it as a child process::
 
 Methods: ``initialize`` (MCP handshake; echoes the client's protocol revision
 when it is one this server knows), ``ping`` (``{}``), ``echo`` (the params as
-given); anything else is answered -32601.  Notifications are read and dropped.
+given), and one MCP tool: ``tools/list`` offers ``echo``, ``tools/call`` of
+``echo`` answers its ``text`` argument as a text block; anything else is
+answered -32601.  Notifications are read and dropped.
 Batches (JSON arrays) are answered with one array.
 
 stdio: one JSON text per line.  The loop reads whatever the pipe holds
@@ -40,6 +42,12 @@ from typing import Any, List, Optional
 
 KNOWN_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 SERVER_INFO = {"name": "jsonrpc-threads-bench-echo", "version": "1.0"}
+#: The one tool, as ``tools/list`` gives it.
+ECHO_TOOL = {
+    "name": "echo",
+    "description": "Answer the text it is given.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
 READ_CHUNK_BYTES = 256 * 1024
 #: The largest HTTP request head or body accepted.
 MAX_HTTP_BYTES = 16 * 1024 * 1024
@@ -63,11 +71,19 @@ def answer(message: Any) -> Optional[Any]:
         return {"jsonrpc": "2.0", "id": request_id, "result": {}}
     if method == "echo":
         return {"jsonrpc": "2.0", "id": request_id, "result": message.get("params")}
+    if method == "tools/call":
+        params = message.get("params") or {}
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        text = str(arguments.get("text", "")) if isinstance(arguments, dict) else ""
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+    if method == "tools/list":
+        return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": [ECHO_TOOL]}}
     if method == "initialize":
         params = message.get("params") or {}
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
         version = requested if requested in KNOWN_PROTOCOL_VERSIONS else KNOWN_PROTOCOL_VERSIONS[0]
-        result = {"protocolVersion": version, "capabilities": {}, "serverInfo": SERVER_INFO}
+        result = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": SERVER_INFO}
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
     error = {"code": -32601, "message": f"Method not found: {method}"}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}

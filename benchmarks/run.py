@@ -5,7 +5,7 @@ Usage::
     python -m benchmarks.run            # everything (make bench): a few minutes
     python -m benchmarks.run --quick    # reduced sizes (make bench-quick): well under a minute
 
-Options: ``--out DIR`` (default ``benchmarks/results``), ``--only stdio,sdk,http,timers``,
+Options: ``--out DIR`` (default ``benchmarks/results``), ``--only stdio,sdk,http,timers,startup,tools``,
 ``--no-pin`` (skip the runs pinned to one CPU), ``--no-chart``, ``--scale F``
 (multiply every size by F: the smoke test runs with a tiny one).
 
@@ -49,6 +49,7 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "startup_runs": 5,
         "lsp_seq": 300,
         "lsp_cold_runs": 2,
+        "tools_total": 3200,
     },
     "quick": {
         "rounds": 3,
@@ -64,6 +65,7 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "startup_runs": 3,
         "lsp_seq": 60,
         "lsp_cold_runs": 1,
+        "tools_total": 960,
     },
 }
 #: Sizes that --scale never takes below these.
@@ -81,6 +83,8 @@ JOBS: Tuple[Tuple[str, str], ...] = (
     ("timers", "os"),
     ("startup", "os"),
     ("lsp", "os"),
+    ("tools", "os"),
+    ("tools", "pinned"),
 )
 
 # Targets of issue 6.
@@ -100,6 +104,8 @@ TARGETS = {
     "first_answer": 1.3,
     # Issue 13: language servers, against multilspy's SyncLanguageServer on the same server.
     "lsp_vs_multilspy": 1.0,
+    # Issue 16: tool calls from 16 and 64 threads, against the SDK used from threads.
+    "tools_throughput": 3.0,
 }
 
 
@@ -202,6 +208,15 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
                 if floor is not None and floor.get("median"):
                     text += f"; {row['median'] / floor['median']:.2f}x raw"
                 _set(row, speedup, text, f">= {TARGETS['sdk']}x faster", speedup >= TARGETS["sdk"])
+            elif case.startswith("9 "):
+                gain = 1.0 / ratio
+                ours_p99, sdk_p99 = row.get("p99_us"), baseline.get("p99_us")
+                text = f"{gain:.2f}x SDK throughput"
+                lower = ours_p99 is not None and sdk_p99 is not None and ours_p99 < sdk_p99
+                if ours_p99 is not None and sdk_p99 is not None:
+                    text += f"; p99 {ours_p99 / 1000:.1f} vs {sdk_p99 / 1000:.1f} ms"
+                limit = TARGETS["tools_throughput"]
+                _set(row, gain, text, f">= {limit:g}x, lower p99", gain >= limit and lower)
             elif case.startswith("7 "):
                 limit = TARGETS["cold_start"] if "cold start" in case else TARGETS["first_answer"]
                 _set(row, ratio, f"{ratio:.2f}x the bare baseline", f"<= {limit}x", ratio <= limit)
@@ -432,7 +447,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="reduced sizes, well under a minute")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory for results.md/.json/.png")
-    parser.add_argument("--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup,lsp")
+    parser.add_argument("--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup,lsp,tools")
     parser.add_argument("--no-pin", action="store_true", help="skip the runs pinned to one CPU")
     parser.add_argument("--no-chart", action="store_true", help="do not draw results.png")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size by this")
@@ -466,10 +481,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     started = time.monotonic()
     rows: List[Dict[str, Any]] = []
     for group, sched in jobs:
-        if group == "sdk" and importlib.util.find_spec("mcp") is None:
+        if group in ("sdk", "tools") and importlib.util.find_spec("mcp") is None:
             rows.append(
                 {
-                    "case": "4 MCP ping (skipped)",
+                    "case": "4 MCP ping (skipped)" if group == "sdk" else "9 tool calls (skipped)",
                     "sched": sched,
                     "variant": "the official SDK is not installed (pip install -e '.[bench]', Python 3.10+)",
                     "role": "skipped",

@@ -28,10 +28,7 @@ def on_page_content(html: str, **kwargs: Any) -> str:
 
 #: Docstring warnings known and left to the owners of those files (the docs build
 #: is --strict: any other warning fails it).  (file, start of griffe's message).
-KNOWN_DOCSTRING_WARNINGS = (
-    # ToolRegistry.session: "Raises:" lists three classes on one line, without descriptions.
-    ("jsonrpc_threads/mcp/registry.py", "Failed to get 'exception: description' pair from 'UnknownServer, ConfigError"),
-)
+KNOWN_DOCSTRING_WARNINGS: tuple = ()
 
 
 class _KnownDocstringWarnings(logging.Filter):

@@ -62,6 +62,7 @@ from .errors import (
     MethodNotFound,
     TransportClosed,
 )
+from .observe import Counts
 from .transports.base import Transport, capabilities, describe
 
 TYPE_CHECKING = False  # typing and concurrent.futures load only when used (start-up cost)
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from ._deadlines import Timeout
     from ._futures import RequestFuture
     from .errors import RequestId
+    from .observe import Observer
 
 logger = get_logger(__name__)
 
@@ -147,6 +149,8 @@ class JsonRpcClient(Closing):
         self._close_done = threading.Event()
         self._made_in = _fork.generation  # a fork of this process may not use this client
         self._on_deadline = self._expire  # one bound method for every timer (not one per request)
+        self._counts = Counts()  # observe.py: timeouts, cancels, errors (stats())
+        self._observer: Optional[Observer] = None  # observe.py: wire trace, close listeners
         try:
             transport.start(self)
         except BaseException:
@@ -217,6 +221,8 @@ class JsonRpcClient(Closing):
                     timer, entry.timer = entry.timer, None
                     if timer is not None:
                         timer.cancel()
+            if self._observer is not None:
+                self._observer.sent(data)
             self._send_requests(data, (request_id,), deadline_after(resolved), headers)
         except BaseException as exc:  # interrupted (KeyboardInterrupt): the caller never gets the future
             if self._table.interrupt(request_id, exc) is not None:
@@ -255,6 +261,8 @@ class JsonRpcClient(Closing):
         data = messages.encode_request(request_id, method, params)
         waiter = CallWaiter()
         self._table.add(request_id, Pending(waiter, method, resolved, self._lane.in_lane()))
+        if self._observer is not None:
+            self._observer.sent(data)
         try:
             drive = self._capabilities.drive_call
             if drive is None or not self._drive(drive, data, request_id, waiter, deadline, headers):
@@ -263,6 +271,7 @@ class JsonRpcClient(Closing):
                 self._expire(request_id)
         except BaseException as exc:  # interrupted (KeyboardInterrupt): never leave it behind
             if self._table.interrupt(request_id, exc) is not None:
+                self._counts.cancel()
                 self._tell_peer(request_id, f"Interrupted: {type(exc).__name__}")
             raise
         return waiter.result()
@@ -298,6 +307,8 @@ class JsonRpcClient(Closing):
         closed = self._table.closed_error()
         if closed is not None:
             raise closed
+        if self._observer is not None:
+            self._observer.sent(data)
         if headers is None:
             self._transport.send(data, (), deadline=deadline)
         else:
@@ -356,6 +367,16 @@ class JsonRpcClient(Closing):
         """
         self._notification_handlers[method] = handler
 
+    def stats(self) -> Dict[str, int]:
+        """Counters since the client was made: ``{"calls", "errors", "timeouts", "cancels", "pending"}``.
+
+        ``calls``: requests sent; ``errors``: requests answered with an error,
+        failed in transit, or lost with the transport; ``timeouts``: requests
+        whose deadline passed; ``cancels``: requests the caller withdrew;
+        ``pending``: requests waiting for their answer now.  Cheap, lock-free.
+        """
+        return self._counts.snapshot(self._ids, len(self._table))
+
     def has_pending(self) -> bool:
         """True while some request waits for its answer (also the transport's sink call)."""
         return bool(len(self._table))
@@ -412,6 +433,8 @@ class JsonRpcClient(Closing):
 
     def message_received(self, data: bytes) -> None:
         """Transport callback: one JSON text arrived.  Never raises, never runs user code."""
+        if self._observer is not None:
+            self._observer.received(data)
         try:
             value = messages.decode(data)
         except JsonRpcError:
@@ -430,11 +453,15 @@ class JsonRpcClient(Closing):
 
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         """Transport callback: these requests failed in transit."""
+        self._counts.errors(len(request_ids))
         self._table.fail(request_ids, error)
 
     def transport_closed(self, error: TransportClosed) -> None:
         """Transport callback: the transport is gone; fail everything pending."""
+        self._counts.errors(len(self._table))
         self._table.close(error)
+        if self._observer is not None:
+            self._observer.closed(error)
 
     # -- internals ----------------------------------------------------------------
 
@@ -481,6 +508,8 @@ class JsonRpcClient(Closing):
 
     def _dispatch(self, message: Dict[str, Any]) -> None:
         if "method" not in message:
+            if "error" in message:
+                self._counts.error()
             self._table.deliver(message)
         elif "id" in message:
             self._handle_request(message)
@@ -527,6 +556,8 @@ class JsonRpcClient(Closing):
         self._send_answer(answer)
 
     def _send_answer(self, data: bytes) -> None:
+        if self._observer is not None:
+            self._observer.sent(data)
         try:
             self._transport.send(data, (), deadline=deadline_after(ANSWER_SEND_TIMEOUT_S))
         except (JsonRpcError, OSError, ValueError) as exc:
@@ -536,11 +567,13 @@ class JsonRpcClient(Closing):
         """The deadline passed (timer thread, or the caller of ``call()``).  Never blocks."""
         entry = self._table.expire(request_id)
         if entry is not None:
+            self._counts.timeout()
             self._tell_peer(request_id, f"Request timed out after {entry.timeout}s")
 
     def _withdraw(self, request_id: RequestId, reason: str) -> None:
         """The caller cancelled the future: forget the request and tell the peer."""
         if self._table.withdraw(request_id) is not None:
+            self._counts.cancel()
             self._tell_peer(request_id, reason)
 
     def _tell_peer(self, request_id: RequestId, reason: str) -> None:
@@ -597,6 +630,8 @@ class JsonRpcClient(Closing):
         if not parts:
             return
         data = b"[" + b",".join(parts) + b"]"
+        if self._observer is not None:
+            self._observer.sent(data)
         if not tracked:
             closed = self._table.closed_error()
             if closed is not None:

@@ -495,21 +495,47 @@ class UnknownServer(JsonRpcError, LookupError):
 
 
 class ServerUnavailable(JsonRpcError, ConnectionError):
-    """A server could not be started (spawned or reached, then ``initialize`` and ``tools/list``).
+    """A server of the tool registry cannot take a call now.
 
-    The start is tried again on a use after ``retry_failed_after`` seconds.
+    It could not be started (spawned or reached, then ``initialize`` and
+    ``tools/list``), it is restarting and was not back within the call's
+    deadline, or it stopped too often and is reported failed.  Nothing was
+    sent for the call that raised it: a retry after ``retry_after`` seconds
+    is safe.
 
-    Attributes:
+    Args:
         server: the server's name.
         reason: one line saying why.
         timed_out: True when the server did not answer in time.
+        what: what happened, as the message says it (``"failed to start"``,
+            ``"is restarting"``, ``"is failed"``).
+        retry_after: seconds from now until it is tried again (``None``:
+            unknown, or never).
+        returncode: the exit code of its last process, when it stopped.
+        stderr_tail: the end of that process's stderr.
+
+    Attributes:
+        server, reason, timed_out, retry_after, returncode, stderr_tail: as given.
     """
 
-    def __init__(self, server: str, reason: str, *, timed_out: bool = False) -> None:
-        super().__init__(TRANSPORT_CLOSED, f"server {server!r} failed to start: {reason}", {"server": server})
+    def __init__(
+        self,
+        server: str,
+        reason: str,
+        *,
+        timed_out: bool = False,
+        what: str = "failed to start",
+        retry_after: Optional[float] = None,
+        returncode: Optional[int] = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(TRANSPORT_CLOSED, f"server {server!r} {what}: {reason}", {"server": server})
         self.server = server
         self.reason = reason
         self.timed_out = timed_out
+        self.retry_after = retry_after
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
 
     def __str__(self) -> str:
         return self.message

@@ -24,6 +24,10 @@ def test_echo_server_answers_what_every_client_needs() -> None:
     assert echo_server.answer({"jsonrpc": "2.0", "id": 3, "method": "nope"})["error"]["code"] == -32601
     batch = [{"jsonrpc": "2.0", "id": 4, "method": "ping"}, {"jsonrpc": "2.0", "method": "n"}]
     assert echo_server.answer(batch) == [{"jsonrpc": "2.0", "id": 4, "result": {}}]
+    listed = echo_server.answer({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})["result"]["tools"]
+    assert [tool["name"] for tool in listed] == ["echo"]
+    call = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "t"}}}
+    assert echo_server.answer(call)["result"]["content"] == [{"type": "text", "text": "t"}]
 
 
 @pytest.mark.timeout(180)
@@ -34,7 +38,7 @@ def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     rows = data["rows"]
     assert not [r for r in rows if r["role"] == "error"]
     cases = {r["case"].split()[0] for r in rows}
-    assert cases == {"1", "2", "3", "4", "5", "6", "7", "8"}  # 4, 8: a "skipped" row without their peers
+    assert cases == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}  # 4, 8, 9: "skipped" rows without their peers
     assert {r["sched"] for r in rows} >= {"os"}
     for row in rows:
         if row["unit"] == "us/call":

@@ -53,6 +53,8 @@ def loaded_after(statement: str, heavy: tuple = HEAVY) -> List[str]:
         "from jsonrpc_threads import JsonRpcClient, JsonRpcError, RequestTimeout, TransportClosed, __version__",
         "from jsonrpc_threads.server import serve, notify",
         "import jsonrpc_threads.examples.tool_server",
+        "import jsonrpc_threads.wsgi",
+        "import jsonrpc_threads.observe",
     ],
 )
 def test_importing_loads_no_http_stack_and_no_psutil(statement: str) -> None:

@@ -11,6 +11,22 @@ marks it stale).  A server that fails to start is left out (its tools are
 missing) and the reason is kept in :attr:`ToolRegistry.errors` and logged; the
 other servers work as usual.
 
+Supervision.  A server that stops is restarted with an exponential backoff,
+at most ``max_restarts`` times in ``restart_window`` seconds, then reported
+failed (with its exit code and the end of its stderr) until
+``retry_failed_after``; with ``idle_timeout`` an unused session is closed
+and started again on its next use; with ``health_interval`` a running
+session is pinged and restarted when it does not answer.  A call made while
+its server (re)starts waits no longer than its own deadline, or fails with
+:class:`~jsonrpc_threads.errors.ServerUnavailable`.  :meth:`ToolRegistry.status`
+reports each server's state for a health endpoint, :meth:`ToolRegistry.stats`
+its counters.
+
+Fork.  In a process forked after the registry was made (gunicorn
+``--preload``, uWSGI, ``multiprocessing``), the registry lets go of the
+parent's sessions (closing only this process's copies of their pipes and
+sockets: the parent's servers live on) and starts its own on first use.
+
 This module is the facade.  It names every server's tools for the model
 (:mod:`jsonrpc_threads.mcp.naming`: ``mcp__<server>__<tool>``, kept as the
 server spells it when it fits ``[A-Za-z0-9_-]{1,64}``, rewritten stably
@@ -35,14 +51,19 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .. import _fork
 from .._closing import Closing
+from .._deadlines import UseDefault, check_timeout, deadline_after
 from ..client import DEFAULT_TIMEOUT, Timeout
 from ..errors import JsonRpcError, ServerUnavailable, UnknownServer, UnknownTool
+from ..observe import STAT_KEYS, ToolTracing, WireMessage, add_stats
 from ..transports.config import build_transport
+from .background import Background
 from .config import McpConfig, PathOrMapping, load_config
 from .llm_formats import (
     RegistryTool,
@@ -67,8 +88,22 @@ from .naming import (
     namespaced_name,
     server_prefix,
 )
+from .restarts import (
+    DEFAULT_MAX_RESTART_BACKOFF_S,
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_RESTART_BACKOFF_S,
+    DEFAULT_RESTART_WINDOW_S,
+    RestartPolicy,
+)
 from .session import McpClient, ProgressCallback
-from .supervisor import ServerSupervisor, Settings, TransportFactory, refresh_all, stop_all
+from .supervisor import (
+    DEFAULT_HEALTH_TIMEOUT_S,
+    ServerSupervisor,
+    Settings,
+    TransportFactory,
+    refresh_all,
+    stop_all,
+)
 from .types import CallToolResult, Tool
 
 logger = logging.getLogger(__name__)
@@ -79,8 +114,22 @@ DEFAULT_CALL_TIMEOUT_S = 60.0
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 #: Default seconds before a server that failed to start is tried again.
 DEFAULT_RETRY_FAILED_AFTER_S = 30.0
-#: Default number of calls :meth:`ToolRegistry.execute_all` runs at once.
+#: Default number of calls :meth:`ToolRegistry.execute_all` runs at once (and of background workers).
 DEFAULT_MAX_CONCURRENCY = 16
+#: How long :meth:`ToolRegistry.close` lets background work (reaping, starts) finish.
+BACKGROUND_SHUTDOWN_GRACE_S = 5.0
+
+# Serializes the resets of registries in a forked process (made anew in each child).
+_fork_lock = threading.Lock()
+
+
+def _new_fork_lock() -> None:
+    global _fork_lock
+    _fork_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_fork_lock)
 
 
 class ToolRegistry(Closing):
@@ -111,9 +160,29 @@ class ToolRegistry(Closing):
         on_tools_changed: ``callback(server)`` when a server says its tools
             changed (on a worker thread; the list is fetched again on the next
             :meth:`tools`).
+        max_restarts: the most restarts of a server within ``restart_window``
+            seconds; the next stop leaves it failed until ``retry_failed_after``.
+        restart_window: seconds over which a server's stops are counted.
+        restart_backoff: seconds before the first restart; each stop in the
+            window doubles it, up to ``max_restart_backoff``.
+        max_restart_backoff: the longest wait before a restart.
+        idle_timeout: seconds a server may go unused before its session is
+            closed (it starts again on its next use); ``None``: never.
+        health_interval: seconds between health pings of each running server
+            (one that does not answer within ``health_timeout`` is restarted);
+            ``None``: no pings.
+        health_timeout: seconds a health ping may take.
+        tracing: an OpenTelemetry span per tool call, its ``traceparent`` sent
+            in the request's ``_meta``: ``True`` (the global tracer provider)
+            or a ``TracerProvider``.  Needs ``opentelemetry-api`` (the ``otel``
+            extra); nothing of it is imported otherwise.
+        wire_trace: ``callback(server, message)`` for every message of every
+            session, redacted (see :func:`jsonrpc_threads.observe.trace_wire`).
 
     Raises:
-        ValueError: ``max_concurrency`` is below 1.
+        ValueError: ``max_concurrency`` is below 1, or a bad restart, idle or
+            health setting.
+        ImportError: ``tracing`` without ``opentelemetry-api``.
     """
 
     def __init__(
@@ -129,18 +198,42 @@ class ToolRegistry(Closing):
         inherit_env: bool = False,
         transport_factory: Optional[TransportFactory] = None,
         on_tools_changed: Optional[Callable[[str], None]] = None,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        restart_window: float = DEFAULT_RESTART_WINDOW_S,
+        restart_backoff: float = DEFAULT_RESTART_BACKOFF_S,
+        max_restart_backoff: float = DEFAULT_MAX_RESTART_BACKOFF_S,
+        idle_timeout: Optional[float] = None,
+        health_interval: Optional[float] = None,
+        health_timeout: float = DEFAULT_HEALTH_TIMEOUT_S,
+        tracing: Any = False,
+        wire_trace: Optional[Callable[[str, WireMessage], object]] = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         self.max_concurrency = max_concurrency
         self.source = config.source
-        self._settings = Settings(default_timeout, startup_timeout, retry_failed_after, client_info)
+        policy = RestartPolicy(max_restarts, restart_window, restart_backoff, max_restart_backoff)
+        self._settings = Settings(
+            default_timeout,
+            startup_timeout,
+            retry_failed_after,
+            client_info,
+            policy=policy,
+            idle_timeout=_positive_or_none(idle_timeout, "idle_timeout"),
+            health_interval=_positive_or_none(health_interval, "health_interval"),
+            health_timeout=check_timeout(health_timeout, "health_timeout") or DEFAULT_HEALTH_TIMEOUT_S,
+            tracing=_tracing(tracing),
+            wire_trace=wire_trace,
+            background=Background(max_concurrency, "jsonrpc-registry"),
+        )
         factory = transport_factory or functools.partial(build_transport, inherit_env=inherit_env)
-        # _lock guards _closed, _names and _entries (each supervisor guards its own state).
+        # _lock guards _closed, _names, _entries and _built (each supervisor guards its own state).
         self._lock = threading.Lock()
         self._closed = False
+        self._made_in = _fork.generation  # a fork resets the registry on its first use there
         self._names: Dict[str, Tuple[ServerSupervisor, str]] = {}
         self._entries: List[RegistryTool] = []
+        self._built: List[int] = []  # each supervisor's listing_version() when _entries was built
         self._servers: Dict[str, ServerSupervisor] = {}
         for name in config.names:
             self._servers[name] = ServerSupervisor(
@@ -172,6 +265,15 @@ class ToolRegistry(Closing):
         transport_factory: Optional[TransportFactory] = None,
         on_tools_changed: Optional[Callable[[str], None]] = None,
         environ: Optional[Mapping[str, str]] = None,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        restart_window: float = DEFAULT_RESTART_WINDOW_S,
+        restart_backoff: float = DEFAULT_RESTART_BACKOFF_S,
+        max_restart_backoff: float = DEFAULT_MAX_RESTART_BACKOFF_S,
+        idle_timeout: Optional[float] = None,
+        health_interval: Optional[float] = None,
+        health_timeout: float = DEFAULT_HEALTH_TIMEOUT_S,
+        tracing: Any = False,
+        wire_trace: Optional[Callable[[str, WireMessage], object]] = None,
     ) -> ToolRegistry:
         """Build a registry from an ``mcpServers`` file (a path) or mapping.
 
@@ -199,6 +301,15 @@ class ToolRegistry(Closing):
             inherit_env=inherit_env,
             transport_factory=transport_factory,
             on_tools_changed=on_tools_changed,
+            max_restarts=max_restarts,
+            restart_window=restart_window,
+            restart_backoff=restart_backoff,
+            max_restart_backoff=max_restart_backoff,
+            idle_timeout=idle_timeout,
+            health_interval=health_interval,
+            health_timeout=health_timeout,
+            tracing=tracing,
+            wire_trace=wire_trace,
         )
 
     # -- settings (read by every server on its next start or call) ----------------------
@@ -259,7 +370,45 @@ class ToolRegistry(Closing):
         Raises:
             UnknownServer: the name is not in the configuration.
         """
+        self._check_fork()
         return self._server(server).started()
+
+    def status(self) -> Dict[str, Dict[str, Any]]:
+        """Each server's state, for a health endpoint (starts nothing, never blocks on a server).
+
+        Returns:
+            ``{server: {"state", "pid", "restarts", "last_error"}}`` in
+            configuration order.  ``state`` is ``"idle"`` (not started, or
+            closed after ``idle_timeout``), ``"starting"``, ``"running"``,
+            ``"restarting"`` (it stopped; back after a backoff) or ``"failed"``
+            (a bad entry, a failed start, or too many restarts: see
+            ``retry_failed_after``); ``pid`` is the server process's (stdio,
+            while it runs or starts), else ``None``; ``restarts`` counts the
+            restarts since the registry was made (or forked); ``last_error``
+            is one line on the last failure or stop (exit code and the last
+            line of stderr included), else ``None``.
+        """
+        self._check_fork()
+        return {name: server.status() for name, server in self._servers.items()}
+
+    def stats(self) -> Dict[str, Dict[str, int]]:
+        """Each server's counters, and their sum under ``"*"`` (cheap; starts nothing).
+
+        Returns:
+            ``{server: {"calls", "errors", "timeouts", "cancels", "pending",
+            "restarts"}, ..., "*": {...}}``: the requests sent to the server
+            over all its sessions (``initialize``, ``tools/list`` and health
+            pings included) as ``JsonRpcClient.stats()`` counts them, and its
+            restarts.
+        """
+        self._check_fork()
+        result: Dict[str, Dict[str, int]] = {}
+        total: Dict[str, int] = dict.fromkeys((*STAT_KEYS, "restarts"), 0)
+        for name, server in self._servers.items():
+            result[name] = server.stats()
+            add_stats(total, result[name])
+        result["*"] = total
+        return result
 
     def start(self, servers: Optional[Sequence[str]] = None) -> Dict[str, str]:
         """Start the servers (all by default) that are not running, concurrently, and list their tools.
@@ -270,6 +419,7 @@ class ToolRegistry(Closing):
         Raises:
             UnknownServer: a name is not in the configuration.
         """
+        self._check_fork()
         chosen = [self._server(name) for name in servers] if servers is not None else list(self._servers.values())
         refresh_all(chosen, max_concurrency=self.max_concurrency)
         return self.errors
@@ -278,8 +428,11 @@ class ToolRegistry(Closing):
         """The running session of ``server`` (started now if needed), for resources, prompts, ...
 
         Raises:
-            UnknownServer, ConfigError, ServerUnavailable.
+            UnknownServer: the name is not in the configuration.
+            ConfigError: the server's entry is unusable.
+            ServerUnavailable: the server failed to start, or is failed (see :meth:`status`).
         """
+        self._check_fork()
         return self._server(server).session()
 
     # -- tools --------------------------------------------------------------------------
@@ -289,9 +442,18 @@ class ToolRegistry(Closing):
 
         Starts the servers not started yet (concurrently) and fetches again
         the lists that changed.  A server that cannot start contributes no
-        tools (see :attr:`errors`).
+        tools (see :attr:`errors`); one that restarts or idles keeps offering
+        the tools it had.
         """
+        self._check_fork()
         refresh_all(list(self._servers.values()), max_concurrency=self.max_concurrency)
+        with self._lock:
+            current = self._built == [server.listing_version() for server in self._servers.values()]
+            if current:
+                return list(self._entries)
+        # A list changed and its supervisor's own rebuild has not run yet (it runs on
+        # the thread that saw the change): rebuild now, so the answer matches status().
+        self._rebuild_names()
         with self._lock:
             return list(self._entries)
 
@@ -316,6 +478,7 @@ class ToolRegistry(Closing):
             UnknownTool: no server offers it.
             ServerUnavailable, ConfigError: the server it belongs to cannot start.
         """
+        self._check_fork()
         server, tool = self._resolve(name)
         return server.name, tool
 
@@ -336,8 +499,9 @@ class ToolRegistry(Closing):
             server: the server's name in the configuration.
             tool: the tool's name as the server spells it.
             arguments: the tool's arguments.
-            timeout: seconds; by default the server's ``timeout``, else the
-                registry's ``default_timeout``; ``None`` waits forever.
+            timeout: seconds for the whole call (a wait for the server to start
+                or restart included); by default the server's ``timeout``,
+                else the registry's ``default_timeout``; ``None`` waits forever.
             on_progress: ``callback(params)`` for each progress notification.
 
         Returns:
@@ -349,8 +513,9 @@ class ToolRegistry(Closing):
             RequestTimeout, TransportClosed, JsonRpcError: as
                 :meth:`McpClient.call_tool`.
         """
+        self._check_fork()
         supervisor = self._server(server)
-        supervisor.ensure_tool(tool)
+        supervisor.ensure_tool(tool, _deadline_of(supervisor, timeout))
         return supervisor.call_tool(tool, arguments, timeout, on_progress)
 
     def execute(self, tool_call: Any, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
@@ -374,6 +539,7 @@ class ToolRegistry(Closing):
             tool_call: the call.
             timeout: as for :meth:`call_tool`.
         """
+        self._check_fork()
         call = parse_tool_call(tool_call)
         if call.problem is not None:
             return error_message(call, f"{call.problem}.")
@@ -420,15 +586,33 @@ class ToolRegistry(Closing):
         Starts in progress are interrupted.  Idempotent and thread-safe; bounded
         in time (each session closes concurrently with the others).
         """
+        self._check_fork()
         with self._lock:
             self._closed = True
         stop_all(list(self._servers.values()))
+        self._settings.background.shutdown(BACKGROUND_SHUTDOWN_GRACE_S)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._servers)} servers"
         return f"<ToolRegistry {state}>"
 
     # -- internals ----------------------------------------------------------------------
+
+    def _check_fork(self) -> None:
+        if self._made_in != _fork.generation:
+            self._after_fork()
+
+    def _after_fork(self) -> None:
+        """In a forked process: new locks and workers, the parent's sessions let go of (see the module docstring)."""
+        with _fork_lock:
+            if self._made_in == _fork.generation:
+                return  # another thread of this process reset it first
+            self._lock = threading.Lock()
+            self._settings.background = Background(self.max_concurrency, "jsonrpc-registry")
+            for server in self._servers.values():
+                server.after_fork()
+            logger.info("forked: the parent's MCP sessions are let go of; servers start again on use")
+            self._made_in = _fork.generation
 
     def _server(self, name: str) -> ServerSupervisor:
         server = self._servers.get(name)
@@ -441,8 +625,11 @@ class ToolRegistry(Closing):
         with self._lock:
             pairs: List[ToolKey] = []
             tools: Dict[ToolKey, Tuple[ServerSupervisor, Tool]] = {}
+            built: List[int] = []
             for server in self._servers.values():
-                for tool in server.tools():
+                listed, version = server.listing()
+                built.append(version)
+                for tool in listed:
                     name = tool.get("name") if isinstance(tool, dict) else None
                     if not isinstance(name, str) or not model_visible(tool):
                         continue  # unnamed, or for an MCP App's eyes only
@@ -453,6 +640,7 @@ class ToolRegistry(Closing):
             names = assign_names(pairs)
             self._names = {names[pair]: (tools[pair][0], pair[1]) for pair in pairs}
             self._entries = [registry_tool(names[pair], pair[0], tools[pair][1]) for pair in pairs]
+            self._built = built
 
     def _resolve(self, name: str) -> Tuple[ServerSupervisor, str]:
         with self._lock:
@@ -477,7 +665,28 @@ class ToolRegistry(Closing):
         raise UnknownTool(name)
 
 
+def _positive_or_none(value: Optional[float], name: str) -> Optional[float]:
+    seconds = check_timeout(value, name)
+    if seconds is not None and seconds <= 0:
+        raise ValueError(f"{name} must be > 0 (or None), not {value!r}")
+    return seconds
+
+
+def _tracing(tracing: Any) -> Optional[ToolTracing]:
+    if tracing is False or tracing is None:
+        return None
+    return ToolTracing(None if tracing is True else tracing)
+
+
+def _deadline_of(supervisor: ServerSupervisor, timeout: Timeout) -> Optional[float]:
+    """The deadline of a call with ``timeout`` (its default as the supervisor's), checked as it enters."""
+    if isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
+        return deadline_after(supervisor._call_timeout())
+    return deadline_after(check_timeout(timeout))
+
+
 __all__ = [
+    "BACKGROUND_SHUTDOWN_GRACE_S",
     "DEFAULT_CALL_TIMEOUT_S",
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_RETRY_FAILED_AFTER_S",

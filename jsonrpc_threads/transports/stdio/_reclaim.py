@@ -239,7 +239,8 @@ def _pipe_holders(inodes: Iterable[int], not_before: float) -> List[psutil.Proce
     Reads ``/proc/<pid>/fd`` of every process we may look at: a few
     milliseconds, done only at ``close()``.  A pipe's inode number is not
     reused while any end of it is open, and a holder must have been started
-    after the child, which rules out an unrelated process.
+    after the child, which rules out an unrelated process, and must not be a
+    child of this process (which holds our fds by inheritance, not the child's).
     """
     import psutil  # noqa: PLC0415
 
@@ -248,6 +249,7 @@ def _pipe_holders(inodes: Iterable[int], not_before: float) -> List[psutil.Proce
         return holders
     targets = {f"pipe:[{inode}]" for inode in inodes}
     me = str(os.getpid())
+    my_pid = os.getpid()
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -269,7 +271,10 @@ def _pipe_holders(inodes: Iterable[int], not_before: float) -> List[psutil.Proce
                 continue
             try:
                 proc = psutil.Process(int(name))
-                if proc.create_time() >= not_before:
+                # A child of ours holds every fd of ours for a while: another transport's
+                # child between its fork and its exec, or a worker forked after the start
+                # (gunicorn --preload).  Neither is part of this child's tree.
+                if proc.create_time() >= not_before and proc.ppid() != my_pid:
                     holders.append(proc)
             except psutil.Error:
                 pass
