@@ -8,6 +8,7 @@ official MCP Python SDK's server as a child process.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import queue
@@ -759,6 +760,54 @@ def test_static_headers_provider_and_auth(peer: HttpPeer) -> None:
     assert first["x-static"] == second["x-static"] == "s"
     assert first["x-custom-auth"] == "a"
     assert int(second["x-fresh"]) > int(first["x-fresh"])
+
+
+class _HookingAuth(requests.auth.AuthBase):
+    """Registers a response hook, as digest authentication does to answer its 401."""
+
+    def __init__(self) -> None:
+        self.statuses: List[int] = []
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.register_hook("response", self._seen)
+        return request
+
+    def _seen(self, response: requests.Response, **settings: Any) -> requests.Response:
+        assert settings["stream"] is True  # hooks get the settings the request was sent with
+        self.statuses.append(response.status_code)
+        return response
+
+
+def test_what_requests_adds_to_a_request_is_kept(peer: HttpPeer) -> None:
+    # Requests go through the session's adapter without Session.send; what the session adds stays.
+    auth = _HookingAuth()
+    with make_client(peer.url, auth=auth) as client:
+        set_cookie = {
+            "headers": {"Set-Cookie": "sticky=node-7; Path=/"},
+            "chunks": ['{"jsonrpc": "2.0", "id": {id}, "result": 1}'],
+        }
+        assert client.call("raw_answer", set_cookie) == 1
+        headers = client.call("headers")
+        body = ["x" * 200_000]  # above the size whose head and body go out in one write
+        assert client.call("echo", body) == body
+    assert headers["cookie"] == "sticky=node-7"  # a load balancer's sticky session is kept
+    assert headers["user-agent"].startswith("python-requests/")
+    assert "gzip" in headers["accept-encoding"]
+    assert auth.statuses == [200, 200, 200]  # the response hook the auth registered ran for each answer
+
+
+def test_credentials_in_the_url_become_basic_auth(peer: HttpPeer) -> None:
+    url = peer.url.replace("127.0.0.1", "ann:pa55@127.0.0.1")
+    with make_client(url) as client:
+        headers = client.call("headers")
+    assert headers["authorization"] == "Basic " + base64.b64encode(b"ann:pa55").decode()
+
+
+def test_a_header_that_http_cannot_carry_is_refused(peer: HttpPeer) -> None:
+    with make_client(peer.url, header_provider=lambda: {"X-Token": "a\r\nX-Injected: 1"}) as client:
+        with pytest.raises(HttpError, match="InvalidHeader"):
+            client.call("echo", [1], timeout=WAIT_S)
+    assert peer.records_for("echo") == []
 
 
 def test_secrets_are_never_logged(peer: HttpPeer, caplog: pytest.LogCaptureFixture) -> None:

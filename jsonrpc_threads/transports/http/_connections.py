@@ -18,6 +18,11 @@ thread attaches itself to that exchange.  It is detached when urllib3 puts
 it back into its pool, before another exchange can take it, so an exchange
 never shuts down a connection that has moved on to someone else.
 
+One write per request.  urllib3 writes a request's head and its body with
+two system calls, and the server wakes up for each; a connection of ours
+holds the head back and writes it with a body of up to ``COALESCE_BYTES``
+(what ``http.client`` does by itself when given the body at once).
+
 Environment.  ``requests`` reads proxies, CA bundle variables and
 ``~/.netrc`` on every request; :func:`make_session` reads them once, when the
 transport is made (the URL never changes), which is a fifth of a local round
@@ -30,7 +35,7 @@ import socket
 import threading
 import weakref
 from types import TracebackType
-from typing import Any, Dict, Optional, Protocol, Type, Union
+from typing import Any, Dict, Optional, Protocol, Tuple, Type, Union
 
 import requests
 import requests.adapters
@@ -38,7 +43,13 @@ import requests.auth
 import requests.utils
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.connectionpool import ConnectionPool, HTTPConnectionPool, HTTPSConnectionPool
+
+#: A request body up to this size goes out in the same write as the request's head.
+COALESCE_BYTES = 64 * 1024
+
+#: How many (URL, TLS settings) pools an adapter remembers before it forgets them all.
+_MAX_REMEMBERED_POOLS = 16
 
 #: The thread's current exchange (see :class:`carrying`).
 _current = threading.local()
@@ -163,29 +174,47 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
             raise ConnectionAbortedError("HTTP transport closed")
         _attach(connection)
 
-    class _Connection(HTTPConnection):
+    class _Tracked:
+        """What both connection classes add: socket records, exchanges, one write per small request."""
+
         exchange: Optional[Attachable] = None
+        _held: Optional[bytearray] = None
 
         def connect(self) -> None:
-            super().connect()
+            super().connect()  # type: ignore[misc]
             connected(self)
 
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            if self.sock is not None:  # a kept-alive connection (a new one attaches in connect())
+        def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:
+            if getattr(self, "sock", None) is not None:  # a kept-alive connection (a new one attaches in connect())
                 _attach(self)
-            super().request(*args, **kwargs)
+            if not isinstance(body, bytes) or len(body) > COALESCE_BYTES:
+                super().request(method, url, body, headers, **options)  # type: ignore[misc]
+                return
+            # urllib3 writes the head and the body apart: two system calls and two wake-ups of the server.
+            self._held = bytearray()
+            try:
+                super().request(method, url, body, headers, **options)  # type: ignore[misc]
+                held = self._held
+            finally:
+                self._held = None
+            if held:
+                super().send(held)  # type: ignore[misc]
 
-    class _TlsConnection(HTTPSConnection):
-        exchange: Optional[Attachable] = None
+        def send(self, data: Any) -> None:
+            held = self._held
+            if held is not None:
+                if isinstance(data, (bytes, bytearray)):
+                    held += data
+                    return
+                self._held = None  # not bytes: what is held goes first, the rest as it comes
+                super().send(held)  # type: ignore[misc]
+            super().send(data)  # type: ignore[misc]
 
-        def connect(self) -> None:
-            super().connect()
-            connected(self)
+    class _Connection(_Tracked, HTTPConnection):
+        pass
 
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            if self.sock is not None:
-                _attach(self)
-            super().request(*args, **kwargs)
+    class _TlsConnection(_Tracked, HTTPSConnection):
+        pass
 
     class _Pool(HTTPConnectionPool):
         ConnectionCls = _Connection
@@ -211,11 +240,31 @@ class _Adapter(requests.adapters.HTTPAdapter):
 
     def __init__(self, connections: Connections, pool_maxsize: int) -> None:
         self._pool_classes = _pool_classes(connections)  # before super(): it builds the pool manager
+        self._pools: Dict[Tuple[Any, ...], Any] = {}
         super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=0)
 
     def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
         super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
         self.poolmanager.pool_classes_by_scheme = self._pool_classes
+
+    def get_connection_with_tls_context(
+        self, request: requests.PreparedRequest, verify: Any, proxies: Any = None, cert: Any = None
+    ) -> ConnectionPool:
+        """The pool for ``request``, remembered per URL and TLS settings while no proxy is involved."""
+        if proxies:
+            return super().get_connection_with_tls_context(request, verify, proxies=proxies, cert=cert)
+        key = (request.url, verify, cert)
+        pool = self._pools.get(key)
+        if pool is None or pool.pool is None:  # an evicted or closed pool has no connection queue
+            pool = super().get_connection_with_tls_context(request, verify, proxies=proxies, cert=cert)
+            if len(self._pools) >= _MAX_REMEMBERED_POOLS:
+                self._pools.clear()
+            self._pools[key] = pool
+        return pool
+
+    def close(self) -> None:
+        self._pools.clear()
+        super().close()
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)

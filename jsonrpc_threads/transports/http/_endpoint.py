@@ -27,6 +27,7 @@ import requests.auth
 
 from ...errors import HttpError, JsonRpcError
 from ._connections import Connections, carrying, make_session, runs_user_code
+from ._direct import DirectSender
 from ._errors import DeadlinePassed, NetworkErrors, closed_error, redirect_error
 from ._exchange import Exchange
 from ._redact import LogScope, Secrets, install_log_filter, redact_headers
@@ -77,6 +78,7 @@ class Endpoint:
         self.session = SessionState(label)
         self.connections = Connections()
         self._http = make_session(url, auth, verify, self.connections, pool_maxsize)
+        self._direct = DirectSender(self._http)
         self._static_headers: Dict[str, str] = dict(headers)
         self._header_provider = header_provider
         self._closing = closing
@@ -138,7 +140,10 @@ class Endpoint:
         secrets = self._secrets if target is None else self._secrets.including(target)
         with LogScope(secrets, headers), carrying(exchange), self.errors(what, exchange):
             url = self.url if target is None else target
-            prepared = self._http.prepare_request(requests.Request(method, url, headers=headers, data=data))
+            prepared = self._direct.prepare(method, url, headers, data)
+            direct = prepared is not None
+            if prepared is None:  # a proxy serves the URL: the general path, which adds its credentials
+                prepared = self._http.prepare_request(requests.Request(method, url, headers=headers, data=data))
             # The auth hook ran while preparing, for as long as it liked.
             if exchange.stopped:
                 raise DeadlinePassed(f"{self.label}: {what}: the exchange was abandoned")
@@ -147,7 +152,10 @@ class Endpoint:
                 left = exchange.time_left()  # socket.timeout once passed: DeadlinePassed
                 if left is not None:
                     timeout = (min(timeout[0], left), min(timeout[1], left))
-            response = self._http.send(prepared, timeout=timeout, stream=True, allow_redirects=False)
+            if direct:
+                response = self._direct.send(prepared, timeout)
+            else:
+                response = self._http.send(prepared, timeout=timeout, stream=True, allow_redirects=False)
         status = response.status_code
         if logger.isEnabledFor(logging.DEBUG):
             media_type = response.headers.get("Content-Type", "-")

@@ -65,8 +65,11 @@ def read_body(response: requests.Response, exchange: Exchange, limit: int) -> by
         MessageTooLarge: the body is larger (it is not read further).
     """
     length = response.headers.get("Content-Length")
-    if length is not None and length.isdigit() and int(length) > limit:
+    declared = int(length) if length is not None and length.isdigit() else None
+    if declared is not None and declared > limit:
         raise MessageTooLarge(limit, "HTTP answer body")
+    if declared is not None and response.headers.get("Content-Encoding", "identity") != "identity":
+        declared = None  # the length counts encoded bytes; we count decoded ones
     chunks: List[bytes] = []
     size = 0
     for chunk in body_chunks(response, exchange):
@@ -74,6 +77,8 @@ def read_body(response: requests.Response, exchange: Exchange, limit: int) -> by
         size += len(chunk)
         if size > limit:
             raise MessageTooLarge(limit, "HTTP answer body")
+        if size == declared:
+            break  # all of it: no further read only to learn that the body ended
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
