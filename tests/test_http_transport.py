@@ -804,9 +804,9 @@ def test_credentials_in_the_url_become_basic_auth(peer: HttpPeer) -> None:
 
 
 def test_a_header_that_http_cannot_carry_is_refused(peer: HttpPeer) -> None:
-    with make_client(peer.url, header_provider=lambda: {"X-Token": "a\r\nX-Injected: 1"}) as client:
-        with pytest.raises(HttpError, match="InvalidHeader"):
-            client.call("echo", [1], timeout=WAIT_S)
+    client = make_client(peer.url, header_provider=lambda: {"X-Token": "a\r\nX-Injected: 1"})
+    with client, pytest.raises(HttpError, match="InvalidHeader"):
+        client.call("echo", [1], timeout=WAIT_S)
     assert peer.records_for("echo") == []
 
 
