@@ -285,7 +285,7 @@ class StdioTransport(Closing):
             raise child.closed_error("Transport closed")
         writer = child.writer
         assert writer is not None
-        return child.reader.drive(lambda: writer.write(frame, (request_id,), deadline), done, deadline)
+        return child.reader.drive(lambda: writer.write(frame, (request_id,), deadline, may_batch=False), done, deadline)
 
     def timeout_hint(self) -> str:
         """What may explain a request timing out (:class:`~.base.ExplainsTimeouts`).
