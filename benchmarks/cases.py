@@ -645,7 +645,7 @@ class NullTransport:
     def start(self, sink: Any) -> None:
         self.sink = sink
 
-    def send(self, data: bytes, request_ids: Sequence[Any] = (), *, deadline: Any = None) -> None:
+    def send(self, data: bytes, request_ids: Sequence[Any] = (), *, deadline: Any = None, headers: Any = None) -> None:
         pass
 
     def close(self) -> None:
