@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, List, Optional, Protocol, Tuple
 
 from ._settling import settling
 from ._workers import waiting_for_answer
@@ -34,6 +34,8 @@ class CallbackRunner(Protocol):
     """Where done-callbacks of library-settled futures run (the client's callback pool)."""
 
     def run_callback(self, fn: Callable[[Future[Any]], object], future: Future[Any]) -> None: ...
+
+    def run_callbacks(self, items: List[Tuple[Callable[[Future[Any]], object], Future[Any]]]) -> None: ...
 
 
 class Withdrawer(Protocol):
@@ -239,7 +241,11 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
         def run(future: Future[Any]) -> None:
             if getattr(settling, "active", False):
-                callbacks.run_callback(fn, future)
+                deferred = getattr(settling, "deferred", None)
+                if deferred is not None:
+                    deferred.append((callbacks, fn, future))  # handed over with the batch
+                else:
+                    callbacks.run_callback(fn, future)
             else:
                 fn(future)
 

@@ -41,7 +41,7 @@ import threading
 
 from ._logs import get_logger
 from ._scheduler import TimerHandle
-from ._settling import settle_exception, settle_result
+from ._settling import deferred_callbacks, settle_exception, settle_result
 from ._workers import PoolClosed, SerialLane
 from .errors import InvalidRequest, JsonRpcError, RequestTimeout, TransportClosed, error_from_response
 
@@ -271,12 +271,13 @@ class PendingTable:
                 if entry is not None:
                     failed.append(entry)
         first = True
-        for entry in failed:
-            if entry.answer is not None:  # it was answered after all
-                _finish(entry, entry.answer, None)
-            else:
-                _finish(entry, None, error if first else fresh_error(error))
-                first = False
+        with deferred_callbacks():
+            for entry in failed:
+                if entry.answer is not None:  # it was answered after all
+                    _finish(entry, entry.answer, None)
+                else:
+                    _finish(entry, None, error if first else fresh_error(error))
+                    first = False
 
     def close(self, error: TransportClosed) -> None:
         """Refuse new requests from now on, and fail every pending one with a copy of ``error``.
@@ -290,11 +291,12 @@ class PendingTable:
                 self._closed = error
             entries = list(self._entries.values())
             self._entries.clear()
-        for entry in entries:
-            if entry.answer is not None:
-                _finish(entry, entry.answer, None)
-            else:
-                _finish(entry, None, fresh_error(error))
+        with deferred_callbacks():
+            for entry in entries:
+                if entry.answer is not None:
+                    _finish(entry, entry.answer, None)
+                else:
+                    _finish(entry, None, fresh_error(error))
 
 
 __all__ = ["Pending", "PendingTable", "fresh_error"]

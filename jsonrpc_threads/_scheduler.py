@@ -31,6 +31,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 from ._deadlines import MAX_WAIT_SLICE_S, is_nan
 from ._logs import get_logger
+from ._settling import deferred_callbacks
 
 logger = get_logger(__name__)
 
@@ -201,20 +202,21 @@ class Scheduler:
                             due.append(handle)
                     if not due and heap:
                         cond.wait(min(heap[0][0] - now, MAX_WAIT_SLICE_S))
-            for handle in due:
-                callback, argument = handle._callback, handle._argument
-                handle._callback = None
-                handle._argument = _NO_ARGUMENT
-                if callback is None:
-                    continue
-                try:
-                    if type(argument) is _Arguments:
-                        callback(*argument)
-                    else:
-                        callback(argument)
-                except BaseException:  # nothing a callback does may end the timer thread
-                    logger.exception("timer callback %r failed", callback)
-                del callback, argument
+            with deferred_callbacks():  # the futures this batch settles hand over their callbacks together
+                for handle in due:
+                    callback, argument = handle._callback, handle._argument
+                    handle._callback = None
+                    handle._argument = _NO_ARGUMENT
+                    if callback is None:
+                        continue
+                    try:
+                        if type(argument) is _Arguments:
+                            callback(*argument)
+                        else:
+                            callback(argument)
+                    except BaseException:  # nothing a callback does may end the timer thread
+                        logger.exception("timer callback %r failed", callback)
+                    del callback, argument
 
 
 _default: Optional[Scheduler] = None

@@ -106,6 +106,7 @@ class WorkerPool:
         self._threads: List[threading.Thread] = []
         self._busy: Set[threading.Thread] = set()
         self._blocked = 0
+        self._sleeping = 0  # workers waiting on _work for a task
         self._closed = False
         self._drain = False
         self._serial = itertools.count(1)  # thread numbers, for names
@@ -120,8 +121,15 @@ class WorkerPool:
             if self._closed:
                 raise PoolClosed("worker pool is shut down")
             self._tasks.append((fn, args))
-            self._spawn_if_needed()
-            self._work.notify()
+            if self._sleeping:
+                self._work.notify()  # a sleeping worker takes it
+            if len(self._tasks) > self._sleeping:
+                self._spawn_if_needed()  # more tasks than sleepers: another thread, within the limit
+
+    @property
+    def max_workers(self) -> int:
+        """The threads the pool runs at most (more only while some wait for answers)."""
+        return self._max_workers
 
     def in_worker(self) -> bool:
         """True when called from one of this pool's threads."""
@@ -198,25 +206,35 @@ class WorkerPool:
         me = threading.current_thread()
         lock = self._lock
         tasks = self._tasks
-        while True:
-            with lock:
+        busy = self._busy
+        with lock:
+            while True:
+                # With the lock held: wait for a task, take it, run it without the lock.
                 while not tasks:
                     if self._closed:
                         self._threads.remove(me)
                         return
-                    self._work.wait(wait_slice(None))
+                    self._sleeping += 1
+                    try:
+                        self._work.wait(wait_slice(None))
+                    finally:
+                        self._sleeping -= 1
                 fn, args = tasks.popleft()
-                self._busy.add(me)
-            _run_task(fn, args, self._name)
-            del fn, args
-            with lock:
-                self._busy.discard(me)
-                if not tasks and not self._busy:
-                    self._idle.notify_all()
-                # A thread started while others waited for answers ends once idle.
-                if not tasks and not self._closed and len(self._threads) > self._max_workers + self._blocked:
-                    self._threads.remove(me)
-                    return
+                busy.add(me)
+                lock.release()
+                try:
+                    _run_task(fn, args, self._name)
+                    del fn, args
+                finally:
+                    lock.acquire()
+                busy.discard(me)
+                if not tasks:
+                    if not busy:
+                        self._idle.notify_all()
+                    # A thread started while others waited for answers ends once idle.
+                    if not self._closed and len(self._threads) > self._max_workers + self._blocked:
+                        self._threads.remove(me)
+                        return
 
 
 class SerialLane:

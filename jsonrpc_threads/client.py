@@ -41,6 +41,7 @@ cancellation notification a peer understands is a parameter
 
 from __future__ import annotations
 
+import collections
 import itertools
 import sys
 import threading
@@ -68,7 +69,7 @@ from .transports.base import Transport, capabilities, describe
 TYPE_CHECKING = False  # typing and concurrent.futures load only when used (start-up cost)
 if TYPE_CHECKING:
     from concurrent.futures import Future
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+    from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
     from ._deadlines import Timeout
     from ._futures import RequestFuture
@@ -608,6 +609,26 @@ class JsonRpcClient(Closing):
             )
             thread.start()
 
+    def run_callbacks(self, items: List[Tuple[Callable[[Future[Any]], object], Future[Any]]]) -> None:
+        """Run a batch of done-callbacks (futures settled together) on the callback workers.
+
+        As many workers as the pool has (at most one per callback) take them
+        from one shared queue, in order: a callback that blocks holds up its
+        own worker only, and the others go on with the rest.
+        """
+        if len(items) == 1:
+            self.run_callback(*items[0])
+            return
+        queue = collections.deque(items)
+        try:
+            for _ in range(min(len(items), self._callbacks.max_workers)):
+                self._callbacks.submit(_drain_done_callbacks, queue)
+        except PoolClosed:  # settled after close (rare): a thread of its own
+            thread = threading.Thread(
+                target=_drain_done_callbacks, args=(queue,), name=f"jsonrpc-callback[{self._label}]", daemon=True
+            )
+            thread.start()
+
     def _shutdown_workers(self, grace: float) -> None:
         self._lane.shutdown(grace)
         self._workers.shutdown(grace)
@@ -680,6 +701,17 @@ def _run_done_callback(fn: Callable[[Future[Any]], object], future: Future[Any])
         fn(future)
     except Exception:
         logger.exception("exception calling callback for %r", future)
+
+
+def _drain_done_callbacks(queue: Deque[Tuple[Callable[[Future[Any]], object], Future[Any]]]) -> None:
+    """Run done-callbacks from ``queue`` until it is empty (several workers may share it)."""
+    while True:
+        try:
+            fn, future = queue.popleft()  # atomic: each pair runs once
+        except IndexError:
+            return
+        _run_done_callback(fn, future)
+        del fn, future
 
 
 __all__ = [

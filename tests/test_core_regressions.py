@@ -270,6 +270,59 @@ def test_a_blocking_done_callback_stalls_no_timeout_of_any_client() -> None:
         release.set()
 
 
+def test_timeouts_settled_together_hand_their_callbacks_over_together(client: JsonRpcClient) -> None:
+    # A burst of timeouts (one timer wake-up, or close()) hands its callbacks to the workers as a
+    # batch; a callback that blocks holds up its own worker, never the rest of the batch.
+    release = threading.Event()
+    ran: List[int] = []
+    threads: List[str] = []
+    lock = threading.Lock()
+    all_others, all_done = threading.Event(), threading.Event()
+    count = 200
+
+    def record(index: int) -> Any:
+        def callback(future: Future[Any]) -> None:
+            assert isinstance(future.exception(), RequestTimeout)
+            with lock:
+                threads.append(threading.current_thread().name)
+            if index == 0:
+                release.wait(WAIT_S)  # the first one blocks until the test lets it go
+            with lock:
+                ran.append(index)
+                if len(ran) == count - 1 and 0 not in ran:
+                    all_others.set()
+                if len(ran) == count:
+                    all_done.set()
+
+        return callback
+
+    futures = [client.request("never", timeout=0.2) for _ in range(count)]
+    for index, future in enumerate(futures):
+        future.add_done_callback(record(index))
+    assert all_others.wait(WAIT_S), f"{len(ran)} of {count - 1} ran while one callback blocked"
+    release.set()
+    for future in futures:
+        assert isinstance(future.exception(WAIT_S), RequestTimeout)
+    assert all_done.wait(WAIT_S)  # the blocked callback finished on its worker
+    assert sorted(ran) == list(range(count))
+    assert all(name.startswith("jsonrpc-callback[") for name in threads), set(threads)
+
+
+def test_close_runs_the_callbacks_of_every_request_it_fails() -> None:
+    ran = threading.Semaphore(0)
+    client = make_client()
+    try:
+        futures = [client.request("never") for _ in range(500)]
+        for future in futures:
+            future.add_done_callback(lambda f: ran.release())
+    finally:
+        client.close()
+    for future in futures:
+        assert isinstance(future.exception(0), TransportClosed)
+    for _ in range(500):
+        assert ran.acquire(timeout=WAIT_S)
+
+
 def test_a_done_callback_may_call_the_client_without_deadlocking_the_reader(client: JsonRpcClient) -> None:
     results: List[Any] = []
     done = threading.Event()
