@@ -236,7 +236,7 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
 
 
 class _Adapter(requests.adapters.HTTPAdapter):
-    """An adapter over our pool classes; never retries, never redirects."""
+    """An adapter over our pool classes; never retries, never redirects; remembers its pool per URL."""
 
     def __init__(self, connections: Connections, pool_maxsize: int) -> None:
         self._pool_classes = _pool_classes(connections)  # before super(): it builds the pool manager

@@ -1,4 +1,4 @@
-"""Sending a request straight through the session's adapter: what ``Session.send`` does for us, at a third of its cost.
+"""Sending a request straight through the session's adapter: what ``Session.send`` does for us, at about half its cost.
 
 Theory of operation.  ``requests.Session.prepare_request`` and
 ``Session.send`` are general: they merge settings, cookies and hooks that
@@ -23,7 +23,7 @@ it was half the time of a whole round trip (see ``benchmarks/README.md``).
 
 What it leaves out: redirects (the transport refuses them anyway) and
 proxies.  A URL that a proxy serves is sent through ``Session.send``, which
-adds the proxy's credentials: :meth:`DirectSender.send` returns ``None``
+adds the proxy's credentials: :meth:`DirectSender.prepare` returns ``None``
 for it and the caller takes the general path.
 
 Thread-safety: any number of threads may send at once (the adapter's pools
