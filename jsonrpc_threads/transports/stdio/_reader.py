@@ -48,7 +48,7 @@ from typing import IO, Callable, Deque, List, Optional, Union
 from ..._logs import get_logger
 from ...errors import MessageTooLarge, RequestId
 from ...framing import ContentLengthDecoder, FramingError, LineDecoder, Oversized
-from .._poll import POLL_SLICE_MS, poll_timeout_ms
+from .._poll import POLL_SLICE_MS, notify_all_waiting, poll_timeout_ms
 from ..base import MessageSink
 
 TYPE_CHECKING = False
@@ -251,7 +251,7 @@ class StdoutReader:
             if ended is not None and self._end_reason is None:
                 self._end_reason = ended
             self._park_until = time.monotonic() + READER_PARK_S
-            self._cond.notify_all()
+            notify_all_waiting(self._cond)  # the fast path: usually nobody waits
             sink = self.sink_ref()
             wake = ended is not None or self._closing or (sink is not None and sink.has_pending())
         if wake:

@@ -51,7 +51,7 @@ from typing import IO, Callable, Deque, List, Optional, Sequence, Tuple
 from ..._deadlines import wait_slice
 from ..._logs import get_logger
 from ...errors import JsonRpcError, RequestId, TransportClosed
-from .._poll import POLL_SLICE_MS
+from .._poll import POLL_SLICE_MS, notify_all_waiting
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 
@@ -304,7 +304,7 @@ class StdinWriter:
                     self._hand_to_thread_locked()
                 else:
                     self._owner = None
-                    self._cond.notify_all()
+                    notify_all_waiting(self._cond)  # the fast path: usually nobody waits
         if failure is not None:
             self._fail_queued(include_in_flight=True)
             closed = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
