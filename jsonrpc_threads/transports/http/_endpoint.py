@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from typing import Callable, Dict, Mapping, Optional, Tuple, Union
+from urllib.parse import urlsplit
 
 import requests
 import requests.auth
@@ -30,13 +31,43 @@ from ._connections import Connections, carrying, make_session, runs_user_code
 from ._direct import DirectSender
 from ._errors import DeadlinePassed, NetworkErrors, closed_error, redirect_error
 from ._exchange import Exchange
-from ._redact import LogScope, Secrets, install_log_filter, redact_headers
+from ._redact import LogScope, Secrets, install_log_filter, redact_headers, url_label
 from ._session import SessionState
 
 logger = logging.getLogger(__name__)
 
 #: Called before every request for more headers (fresh tokens).
 HeaderProvider = Callable[[], Mapping[str, str]]
+
+
+def check_settings(
+    url: str,
+    *,
+    max_workers: int,
+    max_message_bytes: int,
+    retries: Tuple[str, int],
+    connect_timeout: float,
+    read_timeout: float,
+) -> None:
+    """Refuse the settings an HTTP transport cannot work with.
+
+    ``retries`` is (the parameter's name, its value): resumptions or reconnects.
+
+    Raises:
+        ValueError: naming the setting (never the URL's credentials or query).
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url_label(url)!r}")
+    if max_workers < 1:
+        raise ValueError("max_workers must be at least 1")
+    if max_message_bytes <= 0:
+        raise ValueError("max_message_bytes must be positive")
+    name, value = retries
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0")
+    if not connect_timeout > 0 or not read_timeout > 0:
+        raise ValueError("connect_timeout and read_timeout must be positive")
 
 
 class Endpoint:
@@ -176,4 +207,4 @@ class Endpoint:
         self.connections.close_all()
 
 
-__all__ = ["Endpoint", "HeaderProvider"]
+__all__ = ["Endpoint", "HeaderProvider", "check_settings"]

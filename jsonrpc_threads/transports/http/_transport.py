@@ -41,14 +41,13 @@ import logging
 import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
-from urllib.parse import urlsplit
 
 import requests.auth
 
 from ..._workers import PoolClosed, WorkerPool
 from ...errors import RequestId, RequestTimeout, TransportClosed
 from ..base import MessageSink, Transport
-from ._endpoint import Endpoint, HeaderProvider
+from ._endpoint import Endpoint, HeaderProvider, check_settings
 from ._errors import DeadlinePassed, check_message_headers, closed_error
 from ._exchange import Exchange, Inflight
 from ._hooks import HookSenders
@@ -132,17 +131,14 @@ class HttpTransport:
         max_resumptions: int = DEFAULT_MAX_RESUMPTIONS,
         verify: Union[bool, str] = True,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url_label(url)!r}")
-        if max_workers < 1:
-            raise ValueError("max_workers must be at least 1")
-        if max_message_bytes <= 0:
-            raise ValueError("max_message_bytes must be positive")
-        if max_resumptions < 0:
-            raise ValueError("max_resumptions must be >= 0")
-        if not connect_timeout > 0 or not read_timeout > 0:
-            raise ValueError("connect_timeout and read_timeout must be positive")
+        check_settings(
+            url,
+            max_workers=max_workers,
+            max_message_bytes=max_message_bytes,
+            retries=("max_resumptions", max_resumptions),
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
         self.url = url
         self.label = url_label(url)
         # What a transport to the same server over the legacy transport is made with.

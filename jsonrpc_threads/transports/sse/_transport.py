@@ -29,7 +29,6 @@ import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Mapping, Optional, Sequence, Union
-from urllib.parse import urlsplit
 
 import requests.auth
 
@@ -37,7 +36,7 @@ from ..._deadlines import passed, wait_slice
 from ..._workers import PoolClosed, WorkerPool
 from ...errors import HttpError, JsonRpcError, RequestId, RequestTimeout, TransportClosed
 from ..base import MessageSink
-from ..http._endpoint import Endpoint, HeaderProvider
+from ..http._endpoint import Endpoint, HeaderProvider, check_settings
 from ..http._errors import DeadlinePassed, check_message_headers, status_error
 from ..http._exchange import Exchange
 from ..http._reading import read_excerpt
@@ -116,17 +115,14 @@ class SseTransport:
         max_reconnects: int = DEFAULT_MAX_RESUMPTIONS,
         verify: Union[bool, str] = True,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url_label(url)!r}")
-        if max_workers < 1:
-            raise ValueError("max_workers must be at least 1")
-        if max_message_bytes <= 0:
-            raise ValueError("max_message_bytes must be positive")
-        if max_reconnects < 0:
-            raise ValueError("max_reconnects must be >= 0")
-        if not connect_timeout > 0 or not read_timeout > 0:
-            raise ValueError("connect_timeout and read_timeout must be positive")
+        check_settings(
+            url,
+            max_workers=max_workers,
+            max_message_bytes=max_message_bytes,
+            retries=("max_reconnects", max_reconnects),
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
         self.url = url
         self.label = url_label(url)
         self._read_timeout = read_timeout
