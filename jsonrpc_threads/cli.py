@@ -402,7 +402,7 @@ def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         tools = registry.tools()
         failures = registry.failures
     if args.json:
-        out.write(json.dumps(tools, indent=2, ensure_ascii=False) + "\n")
+        _write_json(out, tools)
     else:
         rows = [("SERVER", "TOOL", "NAME", "DESCRIPTION")]
         for tool in tools:
@@ -454,7 +454,7 @@ def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str
             if display is not None:
                 display.finish()
     if args.json:
-        out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        _write_json(out, result)
     else:
         text = result_text(result)
         out.write(text + ("\n" if text and not text.endswith("\n") else ""))
@@ -522,11 +522,11 @@ def cmd_rpc(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]
         except (TransportClosed, HttpError):
             raise
         except JsonRpcError as exc:
-            out.write(json.dumps(exc.to_error_object(), indent=2, ensure_ascii=False) + "\n")
+            _write_json(out, exc.to_error_object())
             return EXIT_ERROR_RESULT
         finally:
             display.finish()
-    out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    _write_json(out, result)
     return EXIT_OK
 
 
@@ -587,12 +587,17 @@ def cmd_lsp(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         except (TransportClosed, HttpError):
             raise
         except JsonRpcError as exc:
-            out.write(json.dumps(exc.to_error_object(), indent=2, ensure_ascii=False) + "\n")
+            _write_json(out, exc.to_error_object())
             return EXIT_ERROR_RESULT
         finally:
             display.finish()
-    out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    _write_json(out, result)
     return EXIT_OK
+
+
+def _write_json(out: IO[str], value: Any) -> None:
+    """Write ``value`` as indented JSON, non-ASCII kept, and a newline."""
+    out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
 # -- main ---------------------------------------------------------------------------
