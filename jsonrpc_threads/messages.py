@@ -26,6 +26,7 @@ import json.encoder as _json_encoder
 import re  # loaded by json already
 from collections.abc import Mapping
 
+from ._records import Record as _Event
 from .errors import InvalidRequest, JsonRpcError, ParseError, error_from_response
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
@@ -75,50 +76,6 @@ def _make_fast_dumps() -> Optional[Callable[[Any], str]]:
 
 
 _fast_dumps = _make_fast_dumps()
-
-
-class _Event:
-    """A small immutable record: fields by position or name, equality and repr by value."""
-
-    __slots__: ClassVar[Tuple[str, ...]] = ()
-
-    def __init__(self, *values: Any, **named: Any) -> None:
-        fields = type(self).__slots__
-        defaults = type(self)._defaults
-        if len(values) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes at most {len(fields)} values")
-        for index, field in enumerate(fields):
-            if index < len(values):
-                value = values[index]
-            elif field in named:
-                value = named.pop(field)
-            elif field in defaults:
-                value = defaults[field]
-            else:
-                raise TypeError(f"{type(self).__name__} needs {field!r}")
-            object.__setattr__(self, field, value)
-        if named:
-            raise TypeError(f"{type(self).__name__} has no field {next(iter(named))!r}")
-
-    _defaults: ClassVar[Dict[str, Any]] = {}
-
-    def _values(self) -> Tuple[Any, ...]:
-        return tuple(getattr(self, field) for field in type(self).__slots__)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, *map(repr, self._values())))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{field}={getattr(self, field)!r}" for field in type(self).__slots__)
-        return f"{type(self).__name__}({fields})"
 
 
 class Request(_Event):

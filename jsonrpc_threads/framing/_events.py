@@ -2,39 +2,17 @@
 
 from __future__ import annotations
 
+from .._records import Record
+
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
-    from typing import ClassVar, Tuple, Union
+    from typing import Union
 
 #: Bytes kept of a message over the limit: enough to find the id of a response.
 OVERSIZED_HEAD_BYTES = 64 * 1024
 
 
-class _Note:
-    """A small immutable record, equal by value."""
-
-    __slots__: ClassVar[Tuple[str, ...]] = ()
-
-    def _values(self) -> Tuple[object, ...]:
-        return tuple(getattr(self, name) for name in type(self).__slots__)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__slots__)
-        return f"{type(self).__name__}({fields})"
-
-
-class Oversized(_Note):
+class Oversized(Record):
     """A message longer than the limit was skipped.
 
     Attributes:
@@ -54,7 +32,7 @@ class Oversized(_Note):
         object.__setattr__(self, "limit", limit)
 
 
-class FramingError(_Note):
+class FramingError(Record):
     """Bytes that do not follow the framing were skipped (the stream goes on).
 
     Attributes:
