@@ -1,7 +1,8 @@
-"""Small helpers for threads that wait in ``poll()`` with a deadline."""
+"""Small helpers for threads that wait in ``poll()`` with a deadline, and for the descriptors they poll."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Optional
@@ -32,4 +33,14 @@ def notify_all_waiting(condition: threading.Condition) -> None:
         condition.notify_all()
 
 
-__all__ = ["POLL_SLICE_MS", "notify_all_waiting", "poll_timeout_ms"]
+def close_quietly(*fds: Optional[int]) -> None:
+    """Close each descriptor that is not ``None``; one already closed (``OSError``) is no error."""
+    for fd in fds:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+__all__ = ["POLL_SLICE_MS", "close_quietly", "notify_all_waiting", "poll_timeout_ms"]

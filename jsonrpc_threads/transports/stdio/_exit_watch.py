@@ -18,6 +18,7 @@ import threading
 from typing import Callable, Optional
 
 from ..._logs import get_logger
+from .._poll import close_quietly
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 
@@ -78,14 +79,9 @@ class ExitWatch:
 
     def release_in_fork(self) -> None:
         """Close this process's copies of the watch's descriptors, taking no lock."""
-        for name in ("_fd", "_signal_fd"):
-            fd = getattr(self, name)
-            setattr(self, name, None)
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        fds = (self._fd, self._signal_fd)
+        self._fd = self._signal_fd = None
+        close_quietly(*fds)
 
     def _wait_for_exit(self) -> None:
         """The fallback: reap the child, then make the pipe readable (for good)."""

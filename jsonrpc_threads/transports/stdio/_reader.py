@@ -48,7 +48,7 @@ from typing import IO, Callable, Deque, List, Optional, Union
 from ..._logs import get_logger
 from ...errors import MessageTooLarge, RequestId
 from ...framing import ContentLengthDecoder, FramingError, LineDecoder, Oversized
-from .._poll import POLL_SLICE_MS, notify_all_waiting, poll_timeout_ms
+from .._poll import POLL_SLICE_MS, close_quietly, notify_all_waiting, poll_timeout_ms
 from ..base import MessageSink
 
 TYPE_CHECKING = False
@@ -454,14 +454,9 @@ class StdoutReader:
     def release_in_fork(self) -> None:
         """Close this process's copies of the descriptors, taking no lock (see ``Child.release_in_fork``)."""
         self._fds_closed = True
-        for name in ("_exit_fd", "_wake_r", "_wake_w"):
-            fd = getattr(self, name)
-            setattr(self, name, None)
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        fds = (self._exit_fd, self._wake_r, self._wake_w)
+        self._exit_fd = self._wake_r = self._wake_w = None
+        close_quietly(*fds)
 
     def close_fds(self) -> bool:
         """Close stdout and the descriptors the readers poll, unless a caller still reads.
@@ -481,12 +476,7 @@ class StdoutReader:
             self._stream.close()
         except OSError:
             pass
-        for fd in fds:
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_quietly(*fds)
         return True
 
 

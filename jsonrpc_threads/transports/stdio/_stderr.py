@@ -22,7 +22,7 @@ import time
 from typing import IO, Optional
 
 from ..._logs import get_logger
-from .._poll import POLL_SLICE_MS
+from .._poll import POLL_SLICE_MS, close_quietly
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 
@@ -83,11 +83,7 @@ class StderrDrain:
     def release_in_fork(self) -> None:
         """Close this process's copy of the exit watch's descriptor (the pipe is closed with the others)."""
         exit_fd, self._exit_fd = self._exit_fd, None
-        if exit_fd is not None:
-            try:
-                os.close(exit_fd)
-            except OSError:
-                pass
+        close_quietly(exit_fd)
 
     def tail(self) -> str:
         """The end of what the child wrote (at most ``tail_bytes``), decoded as UTF-8 (replaced).
