@@ -1,8 +1,9 @@
 """One way to make an object with ``close()`` a context manager.
 
 ``with thing:`` gives ``thing`` and calls ``thing.close()`` when the block ends,
-however it ends.  A class whose ``__enter__`` does more (``McpClient`` runs the
-handshake) overrides ``__enter__`` only.
+however it ends.  A class whose entering does more (``McpClient`` and
+``LspClient`` run their handshake) overrides ``_on_enter()``: if it raises, the
+object is closed before the exception goes on.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ class Closing:
         """Release what the object holds.  Subclasses implement it; idempotent."""
         raise NotImplementedError
 
+    def _on_enter(self) -> None:
+        """What ``with`` does on entering besides giving the object (nothing here)."""
+
     def __enter__(self: _Self) -> _Self:
+        try:
+            self._on_enter()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(

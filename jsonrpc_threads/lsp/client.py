@@ -306,14 +306,9 @@ class LspClient(Closing):
             )
         return result
 
-    def __enter__(self) -> LspClient:
-        """Run the handshake (closing the client if it fails); ``__exit__`` closes it."""
-        try:
-            self.initialize()
-        except BaseException:
-            self.close()
-            raise
-        return self
+    def _on_enter(self) -> None:
+        """Entering ``with``: run the handshake (the client is closed if it fails); leaving closes it."""
+        self.initialize()
 
     def close(self) -> None:
         """Shut the server down and reclaim its process; bounded by :data:`CLOSE_BOUND_S`.

@@ -278,14 +278,9 @@ class McpClient(Closing):
         self._tasks.close()
         self._rpc.close()
 
-    def __enter__(self) -> McpClient:
-        """Settle the era (closing the client if it fails); ``__exit__`` closes it."""
-        try:
-            self.initialize()
-        except BaseException:
-            self.close()
-            raise
-        return self
+    def _on_enter(self) -> None:
+        """Entering ``with``: settle the era (the client is closed if it fails); leaving closes it."""
+        self.initialize()
 
     @property
     def rpc(self) -> JsonRpcClient:
