@@ -77,6 +77,7 @@ from .mcp.registry import (
     UnknownTool,
     result_text,
 )
+from .mcp.supervisor import describe_start_failure
 from .transports.base import Transport
 from .transports.stdio import StdioTransport
 
@@ -123,8 +124,6 @@ ELAPSED_AFTER_S = 1.0
 ELAPSED_TICK_S = 1.0
 #: How long finish() waits for the elapsed-time thread to stop.
 ELAPSED_STOP_S = 2.0
-#: Characters of a server's last stderr line kept in a failure line.
-STDERR_LINE_CHARS = 200
 
 logger = logging.getLogger(__name__)
 
@@ -151,21 +150,10 @@ def exit_code_for(error: BaseException) -> int:
     return EXIT_ERROR_RESULT
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][-STDERR_LINE_CHARS:] if lines else ""
-
-
 def _one_line(error: BaseException) -> str:
     """One line for a failure; a stopped server's exit code and last stderr line included."""
     if isinstance(error, TransportClosed):
-        text = error.message
-        if error.returncode is not None:
-            text += f" (exit code {error.returncode})"
-        last = _last_line(error.stderr_tail)
-        if last:
-            text += f"; stderr: {last}"
-        return text
+        return describe_start_failure(error)  # as the registry reports a server that stopped
     lines = [line for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
 
