@@ -8,20 +8,7 @@ transport's stderr tail.  Exits at end of input.
 import json
 import sys
 
-
-def read_message(stream):  # type: ignore[no-untyped-def]
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        line = line.strip()
-        if not line:
-            break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    return stream.read(length) if length is not None else b""
+from content_length_framing import read_message  # beside this file: the script's own directory is on sys.path
 
 
 def send(stream, message):  # type: ignore[no-untyped-def]

@@ -27,20 +27,7 @@ import signal
 import sys
 import threading
 
-
-def read_message(stream):  # type: ignore[no-untyped-def]
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        line = line.strip()
-        if not line:
-            break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    return stream.read(length) if length is not None else b""
+from content_length_framing import read_message  # beside this file: the script's own directory is on sys.path
 
 
 class Server:
