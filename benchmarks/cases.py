@@ -20,6 +20,7 @@ import gc
 import http.client
 import importlib.util
 import io
+import itertools
 import json
 import os
 import platform
@@ -675,12 +676,23 @@ def timer_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
         pending_after = len(client._table)
         new_threads = sorted(t.name for t in threading.enumerate() if t.ident not in threads_before)
         remaining = deadlines[0] - time.monotonic()
+        ran, all_ran = itertools.count(1), threading.Event()
+
+        def record(index: int) -> Callable[[Any], None]:
+            def callback(_future: Any) -> None:
+                fired[index] = time.monotonic()
+                if next(ran) == n:  # atomic: the last callback to run, whichever it is
+                    all_ran.set()
+
+            return callback
+
         for index, future in enumerate(futures):
-            future.add_done_callback(lambda _f, i=index: fired.__setitem__(i, time.monotonic()))
+            future.add_done_callback(record(index))
         last_deadline = deadlines[n - 1]
         futures[-1].exception(timeout + 30.0)
         for future in futures:
             future.exception(30.0)
+        all_ran.wait(30.0)  # done-callbacks run on workers, handed over once their batch is settled
         late_ms = [(fired[i] - deadlines[i]) * 1000.0 for i in range(n)]
     finally:
         client.close()
