@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable, List, Optional, Protocol, Tuple
+from typing import Any, Callable, List, Optional, Protocol
 
 from ._settling import settling
 from ._workers import waiting_for_answer
@@ -31,11 +31,13 @@ from .errors import RequestId
 
 
 class CallbackRunner(Protocol):
-    """Where done-callbacks of library-settled futures run (the client's callback pool)."""
+    """Where done-callbacks of library-settled futures run (the client's callback pool).
 
-    def run_callback(self, fn: Callable[[Future[Any]], object], future: Future[Any]) -> None: ...
+    It is given the settled futures (in the order they settled) and calls
+    :meth:`RequestFuture.run_done_callbacks` of each on a worker.
+    """
 
-    def run_callbacks(self, items: List[Tuple[Callable[[Future[Any]], object], Future[Any]]]) -> None: ...
+    def run_done_callbacks(self, futures: List[RequestFuture]) -> None: ...
 
 
 class Withdrawer(Protocol):
@@ -158,10 +160,11 @@ class RequestFuture(Future):  # type: ignore[type-arg]
     # -- settling without a Condition ------------------------------------------------
     #
     # Most futures settle before anybody waits on them.  Every waiter (result(),
-    # wait(), as_completed(), a done-callback) makes the Condition before it looks
-    # at the state, and makes it under _CONDITION_LOCK; a settler that finds no
-    # Condition under that lock sets the state there, before anybody can look,
-    # and one that finds a Condition settles under it exactly as Future does.
+    # wait(), as_completed()) makes the Condition before it looks at the state,
+    # and makes it under _CONDITION_LOCK; a settler that finds no Condition under
+    # that lock sets the state there, before anybody can look, and then runs the
+    # done-callbacks added under that same lock (add_done_callback makes no
+    # Condition); one that finds a Condition settles under it exactly as Future does.
     # Which transition happens (this, or cancel()) is decided first, by one
     # atomic dict.setdefault on the claim.
 
@@ -174,14 +177,17 @@ class RequestFuture(Future):  # type: ignore[type-arg]
             if condition is None:
                 self._result = result
                 self._state = _FINISHED_STATE
-                return
+        if condition is None:
+            if "_done_callbacks" in state:
+                self._invoke_callbacks()
+            return
         with condition:
             self._result = result
             self._state = _FINISHED_STATE
             for waiter in state.get("_waiters", ()):
                 waiter.add_result(self)
             condition.notify_all()
-        self._invoke_callbacks()  # type: ignore[attr-defined]
+        self._invoke_callbacks()
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
         """As :meth:`concurrent.futures.Future.set_exception` (no Condition made when nobody waits)."""
@@ -192,14 +198,17 @@ class RequestFuture(Future):  # type: ignore[type-arg]
             if condition is None:
                 self._exception = exception
                 self._state = _FINISHED_STATE
-                return
+        if condition is None:
+            if "_done_callbacks" in state:
+                self._invoke_callbacks()
+            return
         with condition:
             self._exception = exception
             self._state = _FINISHED_STATE
             for waiter in state.get("_waiters", ()):
                 waiter.add_exception(self)
             condition.notify_all()
-        self._invoke_callbacks()  # type: ignore[attr-defined]
+        self._invoke_callbacks()
 
     def _claim(self) -> None:
         """Take the one transition out of PENDING for the settler, or raise InvalidStateError."""
@@ -235,21 +244,58 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
         When the library settles the future, ``fn`` runs on one of the client's
         callback workers; when the caller settles it (``cancel()``), or the
-        future is already done, ``fn`` runs on the calling thread.
+        future is already done, ``fn`` runs on the calling thread.  Adding a
+        callback to a future nobody waits on makes no Condition.
         """
-        callbacks = self._callbacks
+        state = self.__dict__
+        with _CONDITION_LOCK:
+            condition = state.get("_condition")
+            if condition is None and self._state == _PENDING_STATE:
+                self._done_callbacks.append(fn)  # a settler finding no Condition runs it (set_result)
+                return
+        if condition is not None:
+            super().add_done_callback(fn)
+            return
+        try:  # already settled, without a Condition
+            fn(self)
+        except Exception:
+            _future_logger().exception("exception calling callback for %r", self)
 
-        def run(future: Future[Any]) -> None:
-            if getattr(settling, "active", False):
-                deferred = getattr(settling, "deferred", None)
-                if deferred is not None:
-                    deferred.append((callbacks, fn, future))  # handed over with the batch
-                else:
-                    callbacks.run_callback(fn, future)
-            else:
-                fn(future)
+    def _invoke_callbacks(self) -> None:
+        """Once settled: run the done-callbacks here (the caller's cancel()), or hand them to a worker.
 
-        super().add_done_callback(run)
+        When the library settles the future (see :data:`settling`) the future
+        itself is handed over, no tuple per callback: inside
+        :class:`deferred_callbacks` with the rest of its batch, else alone.
+        """
+        if not self.__dict__.get("_done_callbacks"):
+            return
+        if not getattr(settling, "active", False):
+            Future._invoke_callbacks(self)  # type: ignore[attr-defined]
+            return
+        deferred = getattr(settling, "deferred", None)
+        if deferred is not None:
+            deferred.append(self)
+        else:
+            self._callbacks.run_done_callbacks([self])
+
+    def run_done_callbacks(self, log: Any) -> None:
+        """Run the done-callbacks in the order they were added; log what one raises to ``log``.
+
+        Called once, on a callback worker, for a future the library settled.
+        """
+        for fn in self.__dict__.get("_done_callbacks", ()):
+            try:
+                fn(self)
+            except Exception:
+                log.exception("exception calling callback for %r", self)
+
+
+def _future_logger() -> Any:
+    """The logger concurrent.futures reports a failing done-callback to."""
+    from concurrent.futures import _base  # noqa: PLC0415 - loaded with Future
+
+    return _base.LOGGER
 
 
 def _invalid_state(future: Future[Any]) -> Exception:

@@ -35,18 +35,19 @@ if TYPE_CHECKING:
 
 
 #: Set while the library settles a future: its done-callbacks then go to a worker.
-#: ``settling.deferred``, inside :class:`deferred_callbacks`, collects them instead.
+#: ``settling.deferred``, inside :class:`deferred_callbacks`, collects the futures instead.
 settling = threading.local()
 
 
 class deferred_callbacks:
     """``with deferred_callbacks():`` around settling many futures at once (a timer batch, a close).
 
-    The done-callbacks of the futures settled inside are collected and handed
-    to their runners when the outermost block ends, as one batch per runner
-    (:meth:`CallbackRunner.run_callbacks <jsonrpc_threads._futures.CallbackRunner>`),
-    instead of one task each: 100,000 timeouts in a burst then cost a few
-    worker tasks, not 100,000.  Cheap; nests; never raises for a runner's failure.
+    The futures settled inside that have done-callbacks are collected and
+    handed to their runners when the outermost block ends, as one list per
+    runner (:meth:`CallbackRunner.run_done_callbacks
+    <jsonrpc_threads._futures.CallbackRunner>`), instead of one task each:
+    100,000 timeouts in a burst then cost a few worker tasks, not 100,000, and
+    no object per callback.  Cheap; nests; never raises for a runner's failure.
     """
 
     __slots__ = ("_outer",)
@@ -59,23 +60,28 @@ class deferred_callbacks:
     def __exit__(self, *exc_info: object) -> None:
         if self._outer is not None:
             return
-        batch: List[Tuple[Any, Any, Any]] = settling.deferred
+        batch: List[Any] = settling.deferred
         settling.deferred = None
         if batch:
             _hand_over(batch)
 
 
-def _hand_over(batch: List[Tuple[Any, Any, Any]]) -> None:
-    """Give each runner its (callback, future) pairs, in the order they were collected."""
-    by_runner: Dict[int, Tuple[Any, List[Tuple[Any, Any]]]] = {}
-    for runner, fn, future in batch:
-        key = id(runner)
-        if key not in by_runner:
-            by_runner[key] = (runner, [])
-        by_runner[key][1].append((fn, future))
-    for runner, items in by_runner.values():
+def _hand_over(batch: List[Any]) -> None:
+    """Give each runner its settled futures (each names its runner), in the order they settled."""
+    runner = batch[0]._callbacks
+    if all(future._callbacks is runner for future in batch):  # the usual case: one client
+        groups: List[Tuple[Any, List[Any]]] = [(runner, batch)]
+    else:
+        by_runner: Dict[int, Tuple[Any, List[Any]]] = {}
+        for future in batch:
+            key = id(future._callbacks)
+            if key not in by_runner:
+                by_runner[key] = (future._callbacks, [])
+            by_runner[key][1].append(future)
+        groups = list(by_runner.values())
+    for runner, futures in groups:
         try:
-            runner.run_callbacks(items)
+            runner.run_done_callbacks(futures)
         except Exception:  # a runner that cannot take them must not stop the settling thread
             import logging  # noqa: PLC0415 - only on this failure
 

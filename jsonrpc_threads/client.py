@@ -52,7 +52,7 @@ from ._deadlines import DEFAULT_TIMEOUT, UseDefault, check_timeout, deadline_aft
 from ._dispatch import answer_request, run_notification
 from ._logs import get_logger
 from ._pending import Pending, PendingTable, fresh_error
-from ._scheduler import Scheduler, default_scheduler
+from ._scheduler import BatchCallback, Scheduler, default_scheduler
 from ._settling import CallWaiter, settle_exception
 from ._workers import PoolClosed, SerialLane, WorkerPool, current_worker
 from .batch import Batch, BatchItem
@@ -149,7 +149,7 @@ class JsonRpcClient(Closing):
         self._close_started = False
         self._close_done = threading.Event()
         self._made_in = _fork.generation  # a fork of this process may not use this client
-        self._on_deadline = self._expire  # one bound method for every timer (not one per request)
+        self._on_deadline = _Deadline(self)  # one callback object for every timer (not one per request)
         self._counts = Counts()  # observe.py: timeouts, cancels, errors (stats())
         self._observer: Optional[Observer] = None  # observe.py: wire trace, close listeners
         try:
@@ -571,6 +571,15 @@ class JsonRpcClient(Closing):
             self._counts.timeout()
             self._tell_peer(request_id, f"Request timed out after {entry.timeout}s")
 
+    def _expire_many(self, request_ids: List[RequestId]) -> None:
+        """Several deadlines passed together (the timer thread): :meth:`_expire` for each."""
+        for request_id, entry in self._table.expire_many(request_ids):
+            self._counts.timeout()
+            try:
+                self._tell_peer(request_id, f"Request timed out after {entry.timeout}s")
+            except Exception:  # one failure must not keep the peer from hearing of the rest
+                logger.exception("%s: could not withdraw timed-out request %r", self._label, request_id)
+
     def _withdraw(self, request_id: RequestId, reason: str) -> None:
         """The caller cancelled the future: forget the request and tell the peer."""
         if self._table.withdraw(request_id) is not None:
@@ -599,29 +608,17 @@ class JsonRpcClient(Closing):
         except JsonRpcError as exc:
             logger.debug("%s: could not send %s: %s", self._label, method, exc)
 
-    def run_callback(self, fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
-        """Run a done-callback of a future the library settled, on a callback worker."""
-        try:
-            self._callbacks.submit(_run_done_callback, fn, future)
-        except PoolClosed:  # settled after close (rare): a thread of its own
-            thread = threading.Thread(
-                target=_run_done_callback, args=(fn, future), name=f"jsonrpc-callback[{self._label}]", daemon=True
-            )
-            thread.start()
+    def run_done_callbacks(self, futures: List[RequestFuture]) -> None:
+        """Run the done-callbacks of futures the library settled, on the callback workers.
 
-    def run_callbacks(self, items: List[Tuple[Callable[[Future[Any]], object], Future[Any]]]) -> None:
-        """Run a batch of done-callbacks (futures settled together) on the callback workers.
-
-        As many workers as the pool has (at most one per callback) take them
-        from one shared queue, in order: a callback that blocks holds up its
-        own worker only, and the others go on with the rest.
+        As many workers as the pool has (at most one per future) take the
+        futures from one shared queue, in order, and run each one's callbacks
+        in the order they were added: a callback that blocks holds up its own
+        worker only, and the others go on with the rest.
         """
-        if len(items) == 1:
-            self.run_callback(*items[0])
-            return
-        queue = collections.deque(items)
+        queue = collections.deque(futures)
         try:
-            for _ in range(min(len(items), self._callbacks.max_workers)):
+            for _ in range(min(len(futures), self._callbacks.max_workers)):
                 self._callbacks.submit(_drain_done_callbacks, queue)
         except PoolClosed:  # settled after close (rare): a thread of its own
             thread = threading.Thread(
@@ -696,22 +693,30 @@ def _request_future(client: JsonRpcClient, request_id: RequestId) -> RequestFutu
     return RequestFuture(client, request_id, client)
 
 
-def _run_done_callback(fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
-    try:
-        fn(future)
-    except Exception:
-        logger.exception("exception calling callback for %r", future)
+class _Deadline(BatchCallback):
+    """The client's timer callback: expires one request, or the batch that came due together."""
+
+    __slots__ = ("_client",)
+
+    def __init__(self, client: JsonRpcClient) -> None:
+        self._client = client
+
+    def __call__(self, request_id: RequestId) -> None:
+        self._client._expire(request_id)
+
+    def run_many(self, request_ids: List[RequestId]) -> None:
+        self._client._expire_many(request_ids)
 
 
-def _drain_done_callbacks(queue: Deque[Tuple[Callable[[Future[Any]], object], Future[Any]]]) -> None:
-    """Run done-callbacks from ``queue`` until it is empty (several workers may share it)."""
+def _drain_done_callbacks(queue: Deque[RequestFuture]) -> None:
+    """Run the done-callbacks of the futures in ``queue`` until it is empty (several workers may share it)."""
     while True:
         try:
-            fn, future = queue.popleft()  # atomic: each pair runs once
+            future = queue.popleft()  # atomic: each future's callbacks run once
         except IndexError:
             return
-        _run_done_callback(fn, future)
-        del fn, future
+        future.run_done_callbacks(logger)
+        del future
 
 
 __all__ = [

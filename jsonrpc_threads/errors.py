@@ -147,7 +147,8 @@ class JsonRpcError(Exception):
         # Record what the class was called with: __reduce__ rebuilds from it.
         # (Nothing is passed on: OSError's __new__ would parse it as errno, strerror.)
         self = super().__new__(cls)
-        self._arguments = (args, kwargs)
+        if cls is not RequestTimeout:  # rebuilt from its attributes: see RequestTimeout.__reduce__
+            self._arguments = (args, kwargs)
         return self
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
@@ -305,6 +306,15 @@ class RequestTimeout(JsonRpcError, TimeoutError):
         self.request_id = request_id
         self.timeout = timeout
         self.hint = hint
+
+    def __reduce__(self) -> Any:
+        # A burst of timeouts makes one of these each: its attributes are plain values,
+        # so recording no arguments tuple leaves its __dict__ untracked by the cycle
+        # collector (one tracked object per timeout, not three).
+        if "_arguments" in self.__dict__:  # a subclass, rebuilt from what it was called with
+            return super().__reduce__()
+        arguments = (self.method, self.request_id, self.timeout, self.hint)
+        return (_rebuild, (type(self), arguments, {}), dict(self.__dict__))
 
 
 class TransportClosed(JsonRpcError, ConnectionError):

@@ -6,6 +6,7 @@ a future never settled or settled twice, user code on a shared thread.
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import logging
 import subprocess
@@ -14,7 +15,7 @@ import textwrap
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Iterator, List
+from typing import Any, Callable, Iterator, List
 
 import pytest
 
@@ -113,6 +114,26 @@ def test_a_timer_callback_raising_base_exceptions_does_not_end_the_timer_thread(
         assert scheduler.thread is not None and scheduler.thread.is_alive()
     finally:
         scheduler.stop(WAIT_S)
+
+
+def test_timeouts_that_come_due_together_each_get_their_own_error(client: JsonRpcClient) -> None:
+    # Held back behind a slow timer, 300 deadlines come due in one wake-up and are expired as
+    # one batch: each future still gets its own RequestTimeout, with its own id, once.
+    holding, release = threading.Event(), threading.Event()
+    default_scheduler().call_later(0, lambda: (holding.set(), release.wait(WAIT_S)))
+    assert holding.wait(WAIT_S)
+    try:
+        futures = [client.request("never", timeout=0.001) for _ in range(300)]
+        answered = client.request("echo", ["kept"], timeout=0.001)
+        assert client.call("echo", ["sync"], timeout=WAIT_S) == ["sync"]  # the answer is in before it is due
+    finally:
+        release.set()
+    errors = [future.exception(WAIT_S) for future in futures]
+    assert all(isinstance(error, RequestTimeout) for error in errors)
+    assert [error.request_id for error in errors] == [future.request_id for future in futures]  # type: ignore[union-attr]
+    assert len({id(error) for error in errors}) == 300
+    assert answered.result(WAIT_S) == ["kept"]
+    assert client.stats()["timeouts"] == 300
 
 
 # -- 2, 3, 4. handlers, the notification lane and close() -----------------------------------
@@ -250,6 +271,46 @@ def test_done_callbacks_of_library_settled_futures_run_on_callback_workers(clien
     cancelled.cancel()
     cancelled.add_done_callback(record)  # already done: runs here, as concurrent.futures does
     assert names[-1] == threading.current_thread().name
+
+
+def test_done_callbacks_added_before_and_after_a_waiter_all_run_once(client: JsonRpcClient) -> None:
+    # add_done_callback makes no Condition: the settler runs what was added before anybody
+    # waited, and a waiter arriving later (which makes one) changes nothing about that.
+    ran: List[str] = []
+    lock = threading.Lock()
+    done = threading.Semaphore(0)
+
+    def record(label: str) -> Callable[[Future[Any]], None]:
+        def callback(future: Future[Any]) -> None:
+            with lock:
+                ran.append(f"{label}:{threading.current_thread().name.startswith('jsonrpc-callback[')}")
+            done.release()
+
+        return callback
+
+    quiet = client.request("echo", ["quiet"])
+    quiet.add_done_callback(record("before-settle"))
+    assert quiet.result(WAIT_S) == ["quiet"]
+    assert done.acquire(timeout=WAIT_S)
+    quiet.add_done_callback(record("after-settle"))  # done already: runs here
+    assert ran == ["before-settle:True", "after-settle:False"]
+
+    ran.clear()
+    slow = client.request("sleep", {"seconds": 0.3})
+    slow.add_done_callback(record("no-condition-yet"))
+    with pytest.raises(concurrent.futures.TimeoutError):
+        slow.exception(0.001)  # a waiter: makes the Condition while the request is pending
+    assert "_condition" in vars(slow)
+    slow.add_done_callback(record("with-condition"))
+    slow.result(WAIT_S)
+    for _ in range(2):
+        assert done.acquire(timeout=WAIT_S)
+    assert ran == ["no-condition-yet:True", "with-condition:True"]
+
+    unwaited = client.request("echo", ["x"], timeout=WAIT_S)
+    unwaited.add_done_callback(record("unwaited"))
+    assert done.acquire(timeout=WAIT_S)
+    assert "_condition" not in vars(unwaited)  # nobody waited: settled without a Condition
 
 
 def test_a_blocking_done_callback_stalls_no_timeout_of_any_client() -> None:
