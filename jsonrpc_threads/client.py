@@ -69,7 +69,7 @@ from .transports.base import Transport, capabilities, describe
 TYPE_CHECKING = False  # typing and concurrent.futures load only when used (start-up cost)
 if TYPE_CHECKING:
     from concurrent.futures import Future
-    from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+    from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
     from ._deadlines import Timeout
     from ._futures import RequestFuture
@@ -688,9 +688,17 @@ def __getattr__(name: str) -> Any:
 
 def _request_future(client: JsonRpcClient, request_id: RequestId) -> RequestFuture:
     """A new RequestFuture (``concurrent.futures`` is imported with the first one)."""
-    from ._futures import RequestFuture  # noqa: PLC0415 - on first use: see the module docstring of _futures
+    global _future_class
+    future_class = _future_class
+    if future_class is None:  # an import statement here would cost every request() a trip through importlib
+        from ._futures import RequestFuture  # noqa: PLC0415 - on first use: see the module docstring of _futures
 
-    return RequestFuture(client, request_id, client)
+        future_class = _future_class = RequestFuture
+    return future_class(client, request_id, client)
+
+
+#: RequestFuture, once the first request() imported it.
+_future_class: Optional[Type[RequestFuture]] = None
 
 
 class _Deadline(BatchCallback):
