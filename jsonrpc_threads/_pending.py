@@ -40,7 +40,6 @@ import copy
 import threading
 
 from ._logs import get_logger
-from ._scheduler import TimerHandle
 from ._settling import deferred_callbacks, settle_exception, settle_result
 from ._workers import PoolClosed, SerialLane
 from .errors import InvalidRequest, JsonRpcError, RequestTimeout, TransportClosed, error_from_response
@@ -58,13 +57,12 @@ logger = get_logger(__name__)
 class Pending:
     """One request in flight (kept small: 100,000 of these may be pending)."""
 
-    __slots__ = ("answer", "future", "immediate", "method", "timeout", "timer")
+    __slots__ = ("answer", "future", "immediate", "method", "timeout")
 
     def __init__(self, future: Settleable, method: str, timeout: Optional[float], immediate: bool) -> None:
         self.future = future
         self.method = method
         self.timeout = timeout
-        self.timer: Optional[TimerHandle] = None
         # The response, once it arrived but waits for notifications queued before it.
         self.answer: Optional[Dict[str, Any]] = None
         # Sent from the notification lane: its answer must not wait behind the lane.
@@ -89,10 +87,6 @@ def fresh_error(error: JsonRpcError) -> JsonRpcError:
 
 def _finish(entry: Pending, answer: Optional[Dict[str, Any]], error: Optional[BaseException]) -> None:
     """Settle a removed entry: with its answer (a response message), or with ``error``."""
-    timer = entry.timer
-    if timer is not None:
-        entry.timer = None
-        timer.cancel()
     future = entry.future
     if answer is None:
         settle_exception(future, error if error is not None else TransportClosed("Transport closed"))
@@ -228,18 +222,21 @@ class PendingTable:
         _finish(entry, None, RequestTimeout(entry.method, request_id, entry.timeout, self._hint()))
         return entry
 
-    def expire_many(self, request_ids: Sequence[RequestId]) -> List[Tuple[RequestId, Pending]]:
+    def expire_many(self, request_ids: Sequence[RequestId]) -> Tuple[List[RequestId], List[Pending]]:
         """The deadlines of several requests passed together: :meth:`expire` for each, one lock round trip.
 
         Returns:
-            The ``(id, entry)`` pairs that timed out, in the order given.
+            The ids that timed out and their entries, in the order given (two
+            lists, no object per request: a burst's garbage is what the cycle
+            collector counts).
         """
         with self._lock:
             pop = self._entries.pop
-            removed = [(request_id, pop(request_id, None)) for request_id in request_ids]
+            removed = [pop(request_id, None) for request_id in request_ids]
         hint: Optional[str] = None
-        timed_out: List[Tuple[RequestId, Pending]] = []
-        for request_id, entry in removed:
+        timed_out_ids: List[RequestId] = []
+        timed_out: List[Pending] = []
+        for request_id, entry in zip(request_ids, removed):
             if entry is None:
                 continue
             try:
@@ -252,8 +249,9 @@ class PendingTable:
             except Exception:  # one failure must not leave the rest of the batch unsettled
                 logger.exception("%s: settling timed-out request %r failed", self._label, request_id)
                 continue
-            timed_out.append((request_id, entry))
-        return timed_out
+            timed_out_ids.append(request_id)
+            timed_out.append(entry)
+        return timed_out_ids, timed_out
 
     def _hint(self) -> str:
         hint = self._timeout_hint
@@ -272,14 +270,7 @@ class PendingTable:
             The entry when it was still pending (the caller tells the peer), else None.
         """
         with self._lock:
-            entry = self._entries.pop(request_id, None)
-        if entry is None:
-            return None
-        timer = entry.timer
-        if timer is not None:
-            entry.timer = None
-            timer.cancel()
-        return entry
+            return self._entries.pop(request_id, None)
 
     def interrupt(self, request_id: RequestId, error: BaseException) -> Optional[Pending]:
         """The thread waiting in ``call()`` was interrupted: settle with ``error``, if still pending."""

@@ -11,10 +11,6 @@ However many deadlines are pending, they cost one thread.  The process-wide
 instance (:func:`default_scheduler`) starts its thread lazily on the first
 timer, is named ``jsonrpc-timer`` and is re-created in a forked child.
 
-Timers that come due together and share one :class:`BatchCallback` (every
-timeout of one client does) are given to it as one list, so a burst of
-expiries takes the client's lock once per wake-up, not once per timer.
-
 Callbacks run on the timer thread, one after the other: they must be short and
 must not block (hand slow work to another thread); the library schedules only
 its own code here, never a user's.  Whatever a callback raises (``SystemExit``
@@ -207,61 +203,20 @@ class Scheduler:
                     if not due and heap:
                         cond.wait(min(heap[0][0] - now, MAX_WAIT_SLICE_S))
             with deferred_callbacks():  # the futures this batch settles hand over their callbacks together
-                _run_due(due)
-
-
-class BatchCallback:
-    """A timer callback that can also take the arguments of many timers due together.
-
-    Subclass it and define ``__call__(argument)`` and ``run_many(arguments)``;
-    ``run_many`` gets the arguments in deadline order and must run each as
-    ``__call__`` would (it runs on the timer thread: short, never blocking).
-    """
-
-    __slots__ = ()
-
-    def __call__(self, argument: Any) -> None:
-        raise NotImplementedError
-
-    def run_many(self, arguments: List[Any]) -> None:
-        raise NotImplementedError
-
-
-def _run_due(due: List[TimerHandle]) -> None:
-    """Run the callbacks of handles that came due together, in deadline order.
-
-    Neighbours with the same :class:`BatchCallback` and one argument each are
-    given to its ``run_many`` as one list (a burst of timeouts of one client is
-    then one call, one lock round trip).
-    """
-    index, count = 0, len(due)
-    while index < count:
-        handle = due[index]
-        callback, argument = handle._callback, handle._argument
-        handle._callback = None
-        handle._argument = _NO_ARGUMENT
-        index += 1
-        if callback is None:
-            continue
-        try:
-            if type(argument) is _Arguments:
-                callback(*argument)
-            elif index < count and due[index]._callback is callback and isinstance(callback, BatchCallback):
-                arguments = [argument]
-                while index < count and due[index]._callback is callback:
-                    following = due[index]
-                    if type(following._argument) is _Arguments:
-                        break
-                    arguments.append(following._argument)
-                    following._callback = None
-                    following._argument = _NO_ARGUMENT
-                    index += 1
-                callback.run_many(arguments)
-            else:
-                callback(argument)
-        except BaseException:  # nothing a callback does may end the timer thread
-            logger.exception("timer callback %r failed", callback)
-        del callback, argument
+                for handle in due:
+                    callback, argument = handle._callback, handle._argument
+                    handle._callback = None
+                    handle._argument = _NO_ARGUMENT
+                    if callback is None:
+                        continue
+                    try:
+                        if type(argument) is _Arguments:
+                            callback(*argument)
+                        else:
+                            callback(argument)
+                    except BaseException:  # nothing a callback does may end the timer thread
+                        logger.exception("timer callback %r failed", callback)
+                    del callback, argument
 
 
 _default: Optional[Scheduler] = None

@@ -237,6 +237,67 @@ class WorkerPool:
                         return
 
 
+class DrainQueue:
+    """Items run in order by the workers of a pool, as many at once as the pool has room for.
+
+    :meth:`put` adds items to one shared queue and starts drainers (pool tasks
+    that run items until the queue is empty) for them, but never more than the
+    pool can run at once counting those already draining: an item that blocks
+    holds up its own worker only, and a burst of small puts does not flood the
+    pool with drainers that find nothing left to do.  ``run`` is called as
+    ``run(item)``; whatever it raises is its own business (it should log).
+
+    Thread-safe: ``_lock`` guards ``_drainers`` and the queue's emptiness seen by a
+    drainer that is about to stop.
+    """
+
+    def __init__(self, pool: WorkerPool, run: Callable[[Any], None]) -> None:
+        self._pool = pool
+        self._run = run
+        self._lock = threading.Lock()
+        self._queue: Deque[Any] = collections.deque()
+        self._drainers = 0
+
+    def put(self, items: List[Any]) -> None:
+        """Queue ``items`` (in order) and start the drainers they need.
+
+        Raises:
+            PoolClosed: when the pool is shut down (the items stay queued for
+                the caller's own drainer: see :meth:`drain`).
+        """
+        pool = self._pool
+        with self._lock:
+            self._queue.extend(items)
+            room = pool.max_workers + pool._blocked - self._drainers
+            start = min(len(items), room)
+            if start <= 0:
+                return
+            self._drainers += start
+        for started in range(start):
+            try:
+                pool.submit(self.drain)
+            except PoolClosed:
+                with self._lock:
+                    self._drainers -= start - started - 1  # one is left to the caller
+                raise
+
+    def drain(self) -> None:
+        """Run queued items until there are none (a drainer started by :meth:`put`)."""
+        queue = self._queue
+        run = self._run
+        while True:
+            try:
+                item = queue.popleft()  # atomic: each item runs once
+            except IndexError:
+                with self._lock:
+                    if queue:
+                        continue  # put() added some and counted on this drainer
+                    self._drainers -= 1
+                    return
+            run(item)
+            del item
+
+
 class SerialLane:
     """One daemon thread running tasks one at a time, in submission order.
 
@@ -323,4 +384,4 @@ class SerialLane:
             del fn, args
 
 
-__all__ = ["PoolClosed", "SerialLane", "WorkerPool", "current_worker", "waiting_for_answer"]
+__all__ = ["DrainQueue", "PoolClosed", "SerialLane", "WorkerPool", "current_worker", "waiting_for_answer"]

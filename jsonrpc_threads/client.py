@@ -10,9 +10,10 @@ level) and nothing is settled twice.
 
 Deadlines.  A timeout is checked where it enters (:mod:`._deadlines`: ``inf``
 means none, NaN or a negative value is refused).  A ``request()`` future's
-deadline lives on the process-wide timer thread (:mod:`._scheduler`), a heap
-entry, not a thread.  A blocking ``call()`` keeps its own deadline: its thread
-waits for the answer no longer than that, then settles the request itself.
+deadline waits in its timeout value's lane (:mod:`._expiry`), whose one timer
+runs on the process-wide timer thread (:mod:`._scheduler`): not a thread, not
+even a timer, per request.  A blocking ``call()`` keeps its own deadline: its
+thread waits for the answer no longer than that, then settles the request itself.
 
 Threads.  Three kinds run user code, each per client, started on demand, and
 none of them is the transport's reader thread or the timer thread:
@@ -41,7 +42,6 @@ cancellation notification a peer understands is a parameter
 
 from __future__ import annotations
 
-import collections
 import itertools
 import sys
 import threading
@@ -50,11 +50,12 @@ from . import _fork, messages
 from ._closing import Closing
 from ._deadlines import DEFAULT_TIMEOUT, UseDefault, check_timeout, deadline_after
 from ._dispatch import answer_request, run_notification
+from ._expiry import DeadlineLanes
 from ._logs import get_logger
 from ._pending import Pending, PendingTable, fresh_error
-from ._scheduler import BatchCallback, Scheduler, default_scheduler
+from ._scheduler import Scheduler, default_scheduler
 from ._settling import CallWaiter, settle_exception
-from ._workers import PoolClosed, SerialLane, WorkerPool, current_worker
+from ._workers import DrainQueue, PoolClosed, SerialLane, WorkerPool, current_worker
 from .batch import Batch, BatchItem
 from .cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from .errors import (
@@ -69,7 +70,7 @@ from .transports.base import Transport, capabilities, describe
 TYPE_CHECKING = False  # typing and concurrent.futures load only when used (start-up cost)
 if TYPE_CHECKING:
     from concurrent.futures import Future
-    from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
     from ._deadlines import Timeout
     from ._futures import RequestFuture
@@ -142,6 +143,7 @@ class JsonRpcClient(Closing):
         self._table = PendingTable(self._label, self._lane, self._capabilities.timeout_hint)
         self._workers = WorkerPool(handler_workers, f"jsonrpc-handler[{self._label}]")
         self._callbacks = WorkerPool(handler_workers, f"jsonrpc-callback[{self._label}]")
+        self._settled = DrainQueue(self._callbacks, _run_done_callbacks)  # futures whose callbacks are due
         self._request_handlers: Dict[str, RequestHandler] = {}
         self._notification_handlers: Dict[str, NotificationHandler] = {}
         # _close_lock guards _close_started; _close_done is set once close() finished.
@@ -149,7 +151,8 @@ class JsonRpcClient(Closing):
         self._close_started = False
         self._close_done = threading.Event()
         self._made_in = _fork.generation  # a fork of this process may not use this client
-        self._on_deadline = _Deadline(self)  # one callback object for every timer (not one per request)
+        # request() deadlines: one timer per timeout value (see _expiry), expired in batches.
+        self._deadlines = DeadlineLanes(self._scheduler, self._expire_many, self._table.__contains__)
         self._counts = Counts()  # observe.py: timeouts, cancels, errors (stats())
         self._observer: Optional[Observer] = None  # observe.py: wire trace, close listeners
         try:
@@ -217,11 +220,7 @@ class JsonRpcClient(Closing):
         self._table.add(request_id, entry)
         try:
             if resolved is not None:
-                entry.timer = self._scheduler.call_later(resolved, self._on_deadline, request_id)
-                if request_id not in self._table:  # settled already: drop the timer at once
-                    timer, entry.timer = entry.timer, None
-                    if timer is not None:
-                        timer.cancel()
+                self._deadlines.add(resolved, request_id)
             if self._observer is not None:
                 self._observer.sent(data)
             self._send_requests(data, (request_id,), deadline_after(resolved), headers)
@@ -407,6 +406,7 @@ class JsonRpcClient(Closing):
             return
         try:
             self._table.close(TransportClosed("Client closed"))
+            self._deadlines.close()
             try:
                 self._transport.close()
             finally:
@@ -572,13 +572,20 @@ class JsonRpcClient(Closing):
             self._tell_peer(request_id, f"Request timed out after {entry.timeout}s")
 
     def _expire_many(self, request_ids: List[RequestId]) -> None:
-        """Several deadlines passed together (the timer thread): :meth:`_expire` for each."""
-        for request_id, entry in self._table.expire_many(request_ids):
-            self._counts.timeout()
-            try:
-                self._tell_peer(request_id, f"Request timed out after {entry.timeout}s")
-            except Exception:  # one failure must not keep the peer from hearing of the rest
-                logger.exception("%s: could not withdraw timed-out request %r", self._label, request_id)
+        """Deadlines that passed together (the timer thread): :meth:`_expire` for each, the transport told once."""
+        timed_out_ids, entries = self._table.expire_many(request_ids)
+        if not timed_out_ids:
+            return
+        count = self._counts.timeout
+        for _ in timed_out_ids:
+            count()
+        try:
+            self._abandon(timed_out_ids)
+            if self._cancellation is not None:
+                for request_id, entry in zip(timed_out_ids, entries):
+                    self._send_cancellation(request_id, f"Request timed out after {entry.timeout}s")
+        except Exception:  # the requests are settled: a failure to tell the peer is only logged
+            logger.exception("%s: could not withdraw %d timed-out requests", self._label, len(timed_out_ids))
 
     def _withdraw(self, request_id: RequestId, reason: str) -> None:
         """The caller cancelled the future: forget the request and tell the peer."""
@@ -588,19 +595,26 @@ class JsonRpcClient(Closing):
 
     def _tell_peer(self, request_id: RequestId, reason: str) -> None:
         """Stop the transport's work for the request and send the cancellation (on a worker)."""
+        self._abandon([request_id])
+        self._send_cancellation(request_id, reason)
+
+    def _abandon(self, request_ids: List[RequestId]) -> None:
+        """Let the transport drop what it still holds of these requests (queued frames, open streams)."""
         abandon = self._capabilities.abandon
         if abandon is not None:
             try:
-                abandon((request_id,))
+                abandon(request_ids)
             except Exception:
-                logger.exception("%s: the transport failed to abandon request %r", self._label, request_id)
+                logger.exception("%s: the transport failed to abandon %d request(s)", self._label, len(request_ids))
+
+    def _send_cancellation(self, request_id: RequestId, reason: str) -> None:
+        """Queue the cancellation notification for the peer, where the client is configured to send one."""
         builder = self._cancellation
         if builder is None or self._table.closed:
             return
         notification = builder(request_id, reason)
-        if notification is None:
-            return
-        self._submit(self._notify_quietly, notification[0], notification[1])
+        if notification is not None:
+            self._submit(self._notify_quietly, notification[0], notification[1])
 
     def _notify_quietly(self, method: str, params: Dict[str, Any]) -> None:
         try:
@@ -611,19 +625,15 @@ class JsonRpcClient(Closing):
     def run_done_callbacks(self, futures: List[RequestFuture]) -> None:
         """Run the done-callbacks of futures the library settled, on the callback workers.
 
-        As many workers as the pool has (at most one per future) take the
-        futures from one shared queue, in order, and run each one's callbacks
-        in the order they were added: a callback that blocks holds up its own
-        worker only, and the others go on with the rest.
+        The futures go to one shared queue that the callback workers drain in
+        order (:class:`~._workers.DrainQueue`), each future's callbacks in the
+        order they were added: a callback that blocks holds up its own worker
+        only, and the others go on with the rest.
         """
-        queue = collections.deque(futures)
         try:
-            for _ in range(min(len(futures), self._callbacks.max_workers)):
-                self._callbacks.submit(_drain_done_callbacks, queue)
+            self._settled.put(futures)
         except PoolClosed:  # settled after close (rare): a thread of its own
-            thread = threading.Thread(
-                target=_drain_done_callbacks, args=(queue,), name=f"jsonrpc-callback[{self._label}]", daemon=True
-            )
+            thread = threading.Thread(target=self._settled.drain, name=f"jsonrpc-callback[{self._label}]", daemon=True)
             thread.start()
 
     def _shutdown_workers(self, grace: float) -> None:
@@ -667,11 +677,7 @@ class JsonRpcClient(Closing):
             raise
         for request_id, entry in tracked:
             if entry.timeout is not None:
-                entry.timer = self._scheduler.call_later(entry.timeout, self._on_deadline, request_id)
-                if request_id not in self._table:
-                    timer, entry.timer = entry.timer, None
-                    if timer is not None:
-                        timer.cancel()
+                self._deadlines.add(entry.timeout, request_id)
         timeouts = [entry.timeout for _, entry in tracked]
         latest = None if None in timeouts else max(t for t in timeouts if t is not None)
         self._send_requests(data, [request_id for request_id, _ in tracked], deadline_after(latest))
@@ -701,30 +707,9 @@ def _request_future(client: JsonRpcClient, request_id: RequestId) -> RequestFutu
 _future_class: Optional[Type[RequestFuture]] = None
 
 
-class _Deadline(BatchCallback):
-    """The client's timer callback: expires one request, or the batch that came due together."""
-
-    __slots__ = ("_client",)
-
-    def __init__(self, client: JsonRpcClient) -> None:
-        self._client = client
-
-    def __call__(self, request_id: RequestId) -> None:
-        self._client._expire(request_id)
-
-    def run_many(self, request_ids: List[RequestId]) -> None:
-        self._client._expire_many(request_ids)
-
-
-def _drain_done_callbacks(queue: Deque[RequestFuture]) -> None:
-    """Run the done-callbacks of the futures in ``queue`` until it is empty (several workers may share it)."""
-    while True:
-        try:
-            future = queue.popleft()  # atomic: each future's callbacks run once
-        except IndexError:
-            return
-        future.run_done_callbacks(logger)
-        del future
+def _run_done_callbacks(future: RequestFuture) -> None:
+    """A callback worker: run the done-callbacks of one settled future (each one's failure is logged)."""
+    future.run_done_callbacks(logger)
 
 
 __all__ = [

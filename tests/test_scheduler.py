@@ -7,7 +7,7 @@ from typing import Iterator, List
 
 import pytest
 
-from jsonrpc_threads._scheduler import BatchCallback, Scheduler, default_scheduler
+from jsonrpc_threads._scheduler import Scheduler, default_scheduler
 
 WAIT_S = 5.0
 
@@ -70,67 +70,6 @@ def test_a_failing_callback_is_logged_and_the_thread_goes_on(scheduler: Schedule
     scheduler.call_later(0.01, fired.set)
     assert fired.wait(WAIT_S)
     assert any("boom" in (r.exc_text or "") or r.exc_info for r in caplog.records)
-
-
-class _Recorder(BatchCallback):
-    """Records each call, so the test sees which timers came as one batch."""
-
-    def __init__(self, fail_on: object = None) -> None:
-        self.calls: "queue.Queue[List[object]]" = queue.Queue()
-        self.fail_on = fail_on
-
-    def __call__(self, argument: object) -> None:
-        self.run_many([argument])
-
-    def run_many(self, arguments: List[object]) -> None:
-        self.calls.put(list(arguments))
-        if self.fail_on in arguments:
-            raise RuntimeError("batch failed")
-
-
-def _hold_the_timer_thread(scheduler: Scheduler) -> threading.Event:
-    """Block the timer thread in a callback, so timers scheduled meanwhile come due together."""
-    holding, release = threading.Event(), threading.Event()
-    scheduler.call_later(0, lambda: (holding.set(), release.wait(WAIT_S)))
-    assert holding.wait(WAIT_S)
-    return release
-
-
-def test_timers_due_together_with_one_batch_callback_come_as_one_list(scheduler: Scheduler) -> None:
-    batch, other = _Recorder(), _Recorder()
-    plain: "queue.Queue[object]" = queue.Queue()
-    release = _hold_the_timer_thread(scheduler)
-    now = time.monotonic()
-    for index in range(5):
-        scheduler.call_at(now + index * 1e-6, batch, index)
-    scheduler.call_at(now + 5e-6, plain.put, "plain")  # another callback: ends the run
-    scheduler.call_at(now + 6e-6, batch, 5)
-    scheduler.call_at(now + 7e-6, other, "x")
-    scheduler.call_at(now + 8e-6, lambda a, b: plain.put((a, b)), 1, 2)  # several arguments: never batched
-    cancelled = scheduler.call_at(now + 2.5e-6, batch, "cancelled")
-    assert cancelled.cancel()
-    release.set()
-    assert batch.calls.get(timeout=WAIT_S) == [0, 1, 2, 3, 4]
-    assert plain.get(timeout=WAIT_S) == "plain"
-    assert batch.calls.get(timeout=WAIT_S) == [5]
-    assert other.calls.get(timeout=WAIT_S) == ["x"]
-    assert plain.get(timeout=WAIT_S) == (1, 2)
-
-
-def test_a_failing_batch_is_logged_and_the_timers_after_it_still_run(
-    scheduler: Scheduler, caplog: pytest.LogCaptureFixture
-) -> None:
-    batch = _Recorder(fail_on=1)
-    after = threading.Event()
-    release = _hold_the_timer_thread(scheduler)
-    now = time.monotonic()
-    for index in range(3):
-        scheduler.call_at(now + index * 1e-6, batch, index)
-    scheduler.call_at(now + 1e-5, after.set)
-    release.set()
-    assert batch.calls.get(timeout=WAIT_S) == [0, 1, 2]
-    assert after.wait(WAIT_S)
-    assert any("batch failed" in (r.exc_text or "") for r in caplog.records)
 
 
 def test_stop_refuses_new_timers() -> None:

@@ -1,0 +1,93 @@
+"""Request deadlines in lanes (jsonrpc_threads._expiry): one timer per timeout value, over a real child."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from typing import Any, Iterator, List, Tuple
+
+import pytest
+
+from jsonrpc_threads import JsonRpcClient, RequestTimeout, StdioTransport, TransportClosed
+from jsonrpc_threads._expiry import COMPACT_MIN_ENTRIES
+from jsonrpc_threads._scheduler import Scheduler
+
+from .conftest import peer_command
+
+WAIT_S = 10.0
+
+
+@pytest.fixture
+def scheduler() -> Iterator[Scheduler]:
+    s = Scheduler(name="jsonrpc-timer-test")
+    try:
+        yield s
+    finally:
+        s.stop(timeout=WAIT_S)
+
+
+def make_client(scheduler: Scheduler) -> JsonRpcClient:
+    return JsonRpcClient(StdioTransport(peer_command("stdio_peer")), scheduler=scheduler)
+
+
+def test_requests_with_one_timeout_share_one_timer(scheduler: Scheduler) -> None:
+    with make_client(scheduler) as client:
+        futures = [client.request("never", timeout=60.0) for _ in range(500)]
+        assert scheduler.pending() == 1
+        futures += [client.request("never", timeout=30.0) for _ in range(500)]
+        assert scheduler.pending() == 2  # one per timeout value
+        client.call("echo", [1], timeout=WAIT_S)  # call() keeps its own deadline: no timer
+        assert scheduler.pending() == 2
+    for future in futures:
+        assert isinstance(future.exception(0), TransportClosed)
+    assert scheduler.pending() == 0  # close() withdrew the lanes' timers
+
+
+def test_interleaved_timeouts_each_expire_at_their_own_deadline_never_before(scheduler: Scheduler) -> None:
+    with make_client(scheduler) as client:
+        made: List[Tuple[float, float, Future[Any]]] = []
+        for index in range(40):
+            timeout = (0.1, 2.0, 0.25)[index % 3]
+            made.append((time.monotonic(), timeout, client.request("never", timeout=timeout)))
+        ended = {}
+        for started, timeout, future in sorted(made, key=lambda item: item[0] + item[1]):
+            error = future.exception(WAIT_S)
+            ended[id(future)] = time.monotonic()
+            assert isinstance(error, RequestTimeout) and error.timeout == timeout
+            assert ended[id(future)] - started >= timeout  # never early
+        # The 0.1 s lane did not wait behind the 2 s one made between its requests.
+        first_started, _, first = made[0]
+        assert ended[id(first)] - first_started < 1.5
+
+
+def test_answered_requests_do_not_pile_up_in_their_lane(scheduler: Scheduler) -> None:
+    with make_client(scheduler) as client:
+        for _ in range(4):
+            futures = [client.request("echo", [index], timeout=3600.0) for index in range(COMPACT_MIN_ENTRIES)]
+            assert [future.result(WAIT_S) for future in futures] == [[index] for index in range(COMPACT_MIN_ENTRIES)]
+        # 4096 answered, none pending: compaction kept the lane near what is pending.
+        assert len(client._deadlines) <= 2 * COMPACT_MIN_ENTRIES + 1
+        pending = client.request("never", timeout=3600.0)
+        assert not pending.done()
+        assert scheduler.pending() == 1
+
+
+def test_a_lane_that_emptied_is_made_again_for_the_next_request(scheduler: Scheduler) -> None:
+    with make_client(scheduler) as client:
+        with pytest.raises(RequestTimeout):
+            client.request("never", timeout=0.05).result(WAIT_S)
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            client.request("never", timeout=0.05).result(WAIT_S)
+        assert time.monotonic() - started < 3.0
+        assert client.stats()["timeouts"] == 2
+
+
+def test_a_cancelled_request_is_skipped_when_its_deadline_comes(scheduler: Scheduler) -> None:
+    with make_client(scheduler) as client:
+        cancelled = client.request("never", timeout=0.1)
+        kept = client.request("never", timeout=0.1)
+        assert cancelled.cancel()
+        assert isinstance(kept.exception(WAIT_S), RequestTimeout)
+        assert cancelled.cancelled()
+        assert client.stats()["timeouts"] == 1 and client.stats()["cancels"] == 1
