@@ -8,8 +8,9 @@ removed it settles its future, once, after letting go of the lock.  Whoever
 finds the id missing does nothing.  The ways are:
 
 - :meth:`PendingTable.deliver`: its response arrived;
-- :meth:`PendingTable.expire`: its deadline passed (the timer thread, or the
-  thread blocked in ``call()``);
+- :meth:`PendingTable.expire`: its deadline passed (the thread blocked in
+  ``call()``; :meth:`PendingTable.expire_many` for a batch the timer thread
+  found due together);
 - :meth:`PendingTable.withdraw`: the caller cancelled its future;
 - :meth:`PendingTable.fail`: the transport could not carry it (a write
   failure, an HTTP error for that request, a message too large);
