@@ -14,6 +14,8 @@ from typing import Iterator, List, Set
 import psutil
 import pytest
 
+from jsonrpc_threads._scheduler import Scheduler
+
 TESTS_DIR = Path(__file__).resolve().parent
 PEERS_DIR = TESTS_DIR / "peers"
 
@@ -47,6 +49,17 @@ def _children() -> List[psutil.Process]:
         return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
     except psutil.Error:
         return []
+
+
+@pytest.fixture
+def scheduler() -> Iterator[Scheduler]:
+    """A timer scheduler of the test's own (not the process-wide one), stopped and joined afterwards."""
+    s = Scheduler(name="jsonrpc-timer-test")
+    try:
+        yield s
+    finally:
+        s.stop(timeout=LEAK_GRACE_S)
+        assert s.thread is None or not s.thread.is_alive()
 
 
 @pytest.fixture(autouse=True)

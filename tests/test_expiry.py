@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from typing import Any, Iterator, List, Tuple
+from typing import Any, List, Tuple
 
 import pytest
 
@@ -15,15 +15,6 @@ from jsonrpc_threads._scheduler import Scheduler
 from .conftest import peer_command
 
 WAIT_S = 10.0
-
-
-@pytest.fixture
-def scheduler() -> Iterator[Scheduler]:
-    s = Scheduler(name="jsonrpc-timer-test")
-    try:
-        yield s
-    finally:
-        s.stop(timeout=WAIT_S)
 
 
 def make_client(scheduler: Scheduler) -> JsonRpcClient:

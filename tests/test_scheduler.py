@@ -3,7 +3,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Iterator, List
+from typing import List
 
 import pytest
 
@@ -12,18 +12,8 @@ from jsonrpc_threads._scheduler import Scheduler, default_scheduler
 WAIT_S = 5.0
 
 
-@pytest.fixture
-def scheduler() -> Iterator[Scheduler]:
-    s = Scheduler(name="jsonrpc-timer-test")
-    try:
-        yield s
-    finally:
-        s.stop(timeout=WAIT_S)
-        assert s.thread is None or not s.thread.is_alive()
-
-
 def test_callbacks_fire_in_deadline_order(scheduler: Scheduler) -> None:
-    fired: "queue.Queue[int]" = queue.Queue()
+    fired: queue.Queue[int] = queue.Queue()
     now = time.monotonic()
     for i in (3, 1, 2):
         scheduler.call_at(now + i * 0.02, fired.put, i)
@@ -31,7 +21,7 @@ def test_callbacks_fire_in_deadline_order(scheduler: Scheduler) -> None:
 
 
 def test_cancelled_callback_never_fires(scheduler: Scheduler) -> None:
-    fired: "queue.Queue[str]" = queue.Queue()
+    fired: queue.Queue[str] = queue.Queue()
     handle = scheduler.call_later(0.05, fired.put, "cancelled")
     assert handle.active and handle.cancel()
     assert not handle.cancel() and not handle.active
