@@ -11,8 +11,11 @@ and skips those answered meanwhile); then the timer is set again for the new
 head, or the lane, empty, is dropped.
 
 A request that is answered or cancelled is not looked for in its lane (that
-would cost a search): its entry stays until it comes due and is skipped then.
-So the lane of a busy client with a long timeout is compacted: when it holds
+would cost a search): its entry stays until it comes due, or until the timer,
+setting itself for the next head, passes over it (it is not set for a request
+that already ended, so a client gone idle wakes the timer thread once, not once
+per request it made).  And the lane of a busy client with a long timeout is
+compacted: when it holds
 more than twice as many entries as it did after the last compaction (and at
 least :data:`COMPACT_MIN_ENTRIES`), it is rebuilt with only the requests still
 pending, and memory stays proportional to what is pending.
@@ -127,6 +130,9 @@ class DeadlineLanes:
             now = time.monotonic()
             while entries and entries[0][0] <= now:
                 due.append(entries.popleft()[1])
+            is_pending = self._is_pending
+            while entries and not is_pending(entries[0][1]):
+                entries.popleft()  # answered: no reason to wake up for it later
             if entries:
                 lane.timer = self._scheduler.call_at(entries[0][0], self._on_due, lane)
             elif self._lanes.get(lane.timeout) is lane:

@@ -82,3 +82,16 @@ def test_a_cancelled_request_is_skipped_when_its_deadline_comes(scheduler: Sched
         assert isinstance(kept.exception(WAIT_S), RequestTimeout)
         assert cancelled.cancelled()
         assert client.stats()["timeouts"] == 1 and client.stats()["cancels"] == 1
+
+
+def test_the_timer_is_not_set_again_for_requests_already_answered(scheduler: Scheduler) -> None:
+    with make_client(scheduler) as client:
+        before = [client.request("echo", [index], timeout=0.3) for index in range(50)]
+        never = client.request("never", timeout=0.3)
+        client.call("sleep", {"seconds": 0.15}, timeout=WAIT_S)  # the peer's wait: these come due well after it
+        after = [client.request("echo", [index], timeout=0.3) for index in range(50)]
+        assert [future.result(WAIT_S) for future in before + after] == [[i] for i in range(50)] * 2
+        assert isinstance(never.exception(WAIT_S), RequestTimeout)
+        # The answered requests made after the one that timed out leave no timer behind.
+        assert scheduler.pending() == 0
+        assert len(client._deadlines) == 0
