@@ -115,7 +115,7 @@ class DeadlineLanes:
                     timer.cancel()
 
     def __len__(self) -> int:
-        """How many entries the lanes hold (answered ones included until they come due or are compacted)."""
+        """How many entries the lanes hold (answered ones stay until due, passed over or compacted)."""
         with self._lock:
             return sum(len(lane.entries) for lane in self._lanes.values())
 
