@@ -15,10 +15,9 @@ would cost a search): its entry stays until it comes due, or until the timer,
 setting itself for the next head, passes over it (it is not set for a request
 that already ended, so a client gone idle wakes the timer thread once, not once
 per request it made).  And the lane of a busy client with a long timeout is
-compacted: when it holds
-more than twice as many entries as it did after the last compaction (and at
-least :data:`COMPACT_MIN_ENTRIES`), it is rebuilt with only the requests still
-pending, and memory stays proportional to what is pending.
+compacted: when it holds more than twice as many entries as it did after the
+last compaction (and at least :data:`COMPACT_MIN_ENTRIES`), it is rebuilt with
+only the requests still pending, and memory stays proportional to what is pending.
 
 Against one heap entry and one timer handle per request this saves, per
 request, a handle, a heap push and a cancellation (a fifth of what a pipelined
