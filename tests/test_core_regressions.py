@@ -288,9 +288,9 @@ def test_done_callbacks_added_before_and_after_a_waiter_all_run_once(client: Jso
 
         return callback
 
-    quiet = client.request("echo", ["quiet"])
+    quiet = client.request("sleep", {"seconds": 0.1, "result": "quiet"})  # still pending when the callback goes in
     quiet.add_done_callback(record("before-settle"))
-    assert quiet.result(WAIT_S) == ["quiet"]
+    assert quiet.result(WAIT_S) == "quiet"
     assert done.acquire(timeout=WAIT_S)
     quiet.add_done_callback(record("after-settle"))  # done already: runs here
     assert ran == ["before-settle:True", "after-settle:False"]
