@@ -8,14 +8,11 @@ it did not start (the parent's server, its sibling workers).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from typing import List
 
 import pytest
 
-from .conftest import peer_command
+from .forking import run_script
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -23,26 +20,9 @@ RUN_TIMEOUT_S = 60.0
 
 
 def run(body: str) -> List[str]:
-    script = textwrap.dedent(
-        f"""
-        import os, sys, time, warnings
-        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() with threads alive
-        from jsonrpc_threads import JsonRpcClient, StdioTransport, TransportClosed
-        PEER = {peer_command("stdio_peer")!r}
-
-        def alive(pid):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return False
-            return True
-        """
-    ) + textwrap.dedent(body)
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+    return run_script(
+        "from jsonrpc_threads import JsonRpcClient, StdioTransport, TransportClosed\n", body, RUN_TIMEOUT_S
     )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout.split("\n")
 
 
 def test_a_forked_process_refuses_the_parents_client_and_its_exit_touches_nothing() -> None:

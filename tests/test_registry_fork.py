@@ -12,48 +12,31 @@ take that worker for part of its server's process tree.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from typing import List
 
 import pytest
 
-from .conftest import peer_command
+from .forking import run_script
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 RUN_TIMEOUT_S = 90.0
 
 
-def run(body: str) -> List[str]:
-    script = textwrap.dedent(
-        f"""
-        import os, sys, threading, time, warnings
-        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() with threads alive
-        from jsonrpc_threads.mcp import ToolRegistry
-        EXAMPLE = {{"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}}
-        PEER = {peer_command("stdio_peer")!r}
+_PRELUDE = """
+from jsonrpc_threads.mcp import ToolRegistry
+EXAMPLE = {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}
 
-        def alive(pid):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return False
-            return True
-
-        def call(name, arguments):
-            message = registry.execute(
-                {{"id": "c", "type": "function", "function": {{"name": name, "arguments": __import__("json").dumps(arguments)}}}}
-            )
-            return message["content"]
-        """
-    ) + textwrap.dedent(body)
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+def call(name, arguments):
+    message = registry.execute(
+        {"id": "c", "type": "function", "function": {"name": name, "arguments": __import__("json").dumps(arguments)}}
     )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout.split("\n")
+    return message["content"]
+"""
+
+
+def run(body: str) -> List[str]:
+    return run_script(_PRELUDE, body, RUN_TIMEOUT_S)
 
 
 def test_a_forked_process_starts_its_own_servers_and_the_parents_call_in_flight_is_answered() -> None:
