@@ -247,19 +247,11 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         future is already done, ``fn`` runs on the calling thread.  Adding a
         callback to a future nobody waits on makes no Condition.
         """
-        state = self.__dict__
         with _CONDITION_LOCK:
-            condition = state.get("_condition")
-            if condition is None and self._state == _PENDING_STATE:
+            if "_condition" not in self.__dict__ and self._state == _PENDING_STATE:
                 self._done_callbacks.append(fn)  # a settler finding no Condition runs it (set_result)
                 return
-        if condition is not None:
-            super().add_done_callback(fn)
-            return
-        try:  # already settled, without a Condition
-            fn(self)
-        except Exception:
-            _future_logger().exception("exception calling callback for %r", self)
+        super().add_done_callback(fn)  # pending with a Condition, or done: as concurrent.futures does
 
     def _invoke_callbacks(self) -> None:
         """Once settled: run the done-callbacks here (the caller's cancel()), or hand them to a worker.
@@ -289,13 +281,6 @@ class RequestFuture(Future):  # type: ignore[type-arg]
                 fn(self)
             except Exception:
                 log.exception("exception calling callback for %r", self)
-
-
-def _future_logger() -> Any:
-    """The logger concurrent.futures reports a failing done-callback to."""
-    from concurrent.futures import _base  # noqa: PLC0415 - loaded with Future
-
-    return _base.LOGGER
 
 
 def _invalid_state(future: Future[Any]) -> Exception:

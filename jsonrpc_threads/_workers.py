@@ -131,6 +131,11 @@ class WorkerPool:
         """The threads the pool runs at most (more only while some wait for answers)."""
         return self._max_workers
 
+    @property
+    def capacity(self) -> int:
+        """The tasks the pool may run at once now: ``max_workers``, plus the workers waiting for answers."""
+        return self._max_workers + self._blocked
+
     def in_worker(self) -> bool:
         """True when called from one of this pool's threads."""
         return getattr(_local, "owner", None) is self
@@ -268,8 +273,7 @@ class DrainQueue:
         pool = self._pool
         with self._lock:
             self._queue.extend(items)
-            room = pool.max_workers + pool._blocked - self._drainers
-            start = min(len(items), room)
+            start = min(len(items), pool.capacity - self._drainers)
             if start <= 0:
                 return
             self._drainers += start
