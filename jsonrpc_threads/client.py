@@ -608,15 +608,22 @@ class JsonRpcClient(Closing):
                 logger.exception("%s: the transport failed to abandon %d request(s)", self._label, len(request_ids))
 
     def _send_cancellation(self, request_id: RequestId, reason: str) -> None:
-        """Queue the cancellation notification for the peer, where the client is configured to send one."""
-        builder = self._cancellation
-        if builder is None or self._table.closed:
-            return
-        notification = builder(request_id, reason)
-        if notification is not None:
-            self._submit(self._notify_quietly, notification[0], notification[1])
+        """Queue the cancellation notification for the peer, where the client is configured to send one.
 
-    def _notify_quietly(self, method: str, params: Dict[str, Any]) -> None:
+        Built and sent on a handler worker: a ``cancellation`` callable is the
+        caller's code, and this runs on the timer thread for a timeout.
+        """
+        if self._cancellation is None or self._table.closed:
+            return
+        self._submit(self._notify_cancelled, request_id, reason)
+
+    def _notify_cancelled(self, request_id: RequestId, reason: str) -> None:
+        """A handler worker: build the cancellation notification and send it (failures are logged)."""
+        builder = self._cancellation
+        notification = builder(request_id, reason) if builder is not None else None
+        if notification is None:
+            return
+        method, params = notification
         try:
             self.notify(method, params, timeout=CANCELLATION_SEND_TIMEOUT_S)
         except JsonRpcError as exc:

@@ -268,6 +268,24 @@ def test_timeout_sends_cancellation_with_reason() -> None:
         assert "timed out" in entry["params"]["reason"]
 
 
+def test_a_cancellation_callable_runs_on_a_handler_worker_never_the_timer_thread() -> None:
+    threads: List[str] = []
+
+    def build(request_id: Any, reason: str) -> Any:
+        threads.append(threading.current_thread().name)
+        return "custom/cancelled", {"id": request_id, "reason": reason}
+
+    with make_client(cancellation=build) as c:
+        timed_out = c.request("never", timeout=0.05)
+        assert isinstance(timed_out.exception(5.0), RequestTimeout)
+        (entry,) = _wait_for_notifications(c, 1)
+        assert entry == {
+            "method": "custom/cancelled",
+            "params": {"id": timed_out.request_id, "reason": "Request timed out after 0.05s"},  # type: ignore[attr-defined]
+        }
+    assert len(threads) == 1 and threads[0].startswith("jsonrpc-handler["), threads
+
+
 def _wait_for_notifications(c: JsonRpcClient, count: int, timeout: float = 5.0) -> List[Any]:
     # Cancellations are sent in the background; the peer waits (bounded) for them.
     log: List[Any] = c.call("notifications_log", {"wait_for": count, "timeout": timeout})
