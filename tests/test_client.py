@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import CancelledError, Future, wait
+from pathlib import Path
 from typing import Any, Iterator, List
 
 import pytest
@@ -24,6 +28,7 @@ from jsonrpc_threads import (
 from .conftest import peer_command
 
 WAIT_S = 10.0
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_client(*flags: str, **options: Any) -> JsonRpcClient:
@@ -132,7 +137,7 @@ def test_close_with_hundreds_pending_fails_them_all_at_once() -> None:
     start = time.monotonic()
     c.close()
     assert time.monotonic() - start < 5
-    done, not_done = wait(futures, timeout=WAIT_S)
+    _done, not_done = wait(futures, timeout=WAIT_S)
     assert not not_done
     assert all(isinstance(f.exception(), TransportClosed) for f in futures)
     c.close()  # idempotent
@@ -235,7 +240,10 @@ def test_server_to_client_errors(client: JsonRpcClient) -> None:
 @pytest.mark.parametrize(
     ("style", "expected"),
     [
-        ("mcp", {"method": "notifications/cancelled", "params": {"requestId": None, "reason": "Cancelled by the client"}}),
+        (
+            "mcp",
+            {"method": "notifications/cancelled", "params": {"requestId": None, "reason": "Cancelled by the client"}},
+        ),
         ("lsp", {"method": "$/cancelRequest", "params": {"id": None}}),
         (None, None),
     ],
@@ -308,7 +316,7 @@ def test_batch_sends_one_array_and_settles_each_future(client: JsonRpcClient) ->
 
 
 def test_batch_with_an_exception_sends_nothing(client: JsonRpcClient) -> None:
-    future: "Future[Any]"
+    future: Future[Any]
     with pytest.raises(ZeroDivisionError), client.batch() as b:
         future = b.request("add", [1, 2])
         1 / 0  # noqa: B018
@@ -332,3 +340,62 @@ def test_missing_command_fails_at_construction() -> None:
 
 def test_errors_are_json_rpc_errors() -> None:
     assert issubclass(RequestTimeout, JsonRpcError) and issubclass(TransportClosed, JsonRpcError)
+
+
+_ONE_CPU_SCRIPT = """
+import os, subprocess, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # this thread, and all it starts, on one CPU
+from jsonrpc_threads import JsonRpcClient, StdioTransport
+from jsonrpc_threads.transports.stdio._reader import READER_PARK_S
+
+ROUNDS, CALLS, OTHER_CALLS = (int(arg) for arg in os.environ["SHAPE"].split())
+peer = sys.argv[2:]
+
+def switches(thread):
+    with open(f"/proc/self/task/{thread.native_id}/status") as status:
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+    return int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+
+other = subprocess.Popen(peer, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+with JsonRpcClient(StdioTransport(peer)) as client:
+    client.call("echo", [0], timeout=10)
+    [reader] = [t for t in threading.enumerate() if t.name.startswith("jsonrpc-stdio-reader")]
+    for _ in range(ROUNDS):
+        # Meanwhile this thread talks to another process by hand, and the client's
+        # reader thread sleeps in poll() (watching stdout again once the calls paused).
+        for index in range(OTHER_CALLS):
+            other.stdin.write(b'{"jsonrpc":"2.0","id":%d,"method":"echo"}\\n' % index)
+            other.stdin.flush()
+            other.stdout.readline()
+        before, start = switches(reader), time.monotonic()
+        for index in range(CALLS):
+            assert client.call("echo", [index], timeout=10) == [index]
+        print(switches(reader) - before, (time.monotonic() - start) / READER_PARK_S)
+other.stdin.close()
+other.wait(10)
+other.stdout.close()
+"""
+
+
+@pytest.mark.skipif(not (hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task")), reason="needs Linux")
+def test_calls_in_a_row_on_one_cpu_do_not_keep_waking_the_reader_thread() -> None:
+    # The reader thread once waited for the read baton whenever it saw stdout readable while
+    # a caller read: every call's release woke it, and with calls back to back on one CPU it
+    # never found the baton free, so it woke two or three times a call until the calls
+    # paused.  It happened in some rounds only (how the threads were scheduled), so: many rounds.
+    rounds, calls = 30, 300
+    result = subprocess.run(
+        [sys.executable, "-c", _ONE_CPU_SCRIPT, str(REPO_ROOT), *peer_command("stdio_peer")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SHAPE": f"{rounds} {calls} 1000"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert len(rows) == rounds, result.stdout
+    for wakeups, parks in rows:
+        # Stepped aside while a caller reads, it looks around once per READER_PARK_S.
+        assert int(wakeups) <= calls // 10 + 3 * float(parks) + 5, result.stdout

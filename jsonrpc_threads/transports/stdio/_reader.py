@@ -323,10 +323,15 @@ class StdoutReader:
             if not (readable or exited):
                 continue
             with cond:
-                while self._owner is not None and self._end_reason is None:
-                    cond.wait(READER_PARK_S)  # a caller reads now; it sees the same data (or the exit)
                 if self._end_reason is not None:
                     return self._end_reason
+                if self._owner is not None:
+                    # A caller reads now: it sees the same data (or the exit), and pokes
+                    # this thread when it leaves with a request pending.  Step aside (the
+                    # loop's top parks) instead of waiting here for the baton: a waiter
+                    # here is woken by every call's release, and back-to-back calls
+                    # would keep it waking without ever getting the baton.
+                    continue
                 self._owner = _READER
             try:
                 if readable:
