@@ -77,6 +77,11 @@ def _make_fast_dumps() -> Optional[Callable[[Any], str]]:
 
 _fast_dumps = _make_fast_dumps()
 
+#: Method names as JSON, as :func:`encode_request` wrote them (a client calls few
+#: methods, many times); at most this many are kept.
+_METHOD_JSON_ENTRIES = 512
+_method_json: Dict[str, bytes] = {}
+
 
 class Request(_Event):
     """A call that expects an answer: ``Request(id, method, params=None)``."""
@@ -211,12 +216,17 @@ def encode_request(request_id: RequestId, method: str, params: Params = None) ->
     if fast is None or type(request_id) is not int or type(method) is not str:
         return encode(request_message(request_id, method, params))
     params = _normalize_params(params)
+    method_json = _method_json.get(method)
     try:
+        if method_json is None:
+            method_json = fast(method).encode("utf-8")
+            if len(_method_json) < _METHOD_JSON_ENTRIES:
+                _method_json[method] = method_json
         if params is None:
-            return b'{"jsonrpc":"2.0","id":%d,"method":%s}' % (request_id, fast(method).encode("utf-8"))
+            return b'{"jsonrpc":"2.0","id":%d,"method":%s}' % (request_id, method_json)
         return b'{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}' % (
             request_id,
-            fast(method).encode("utf-8"),
+            method_json,
             fast(params).encode("utf-8"),
         )
     except RecursionError:  # circular, or very deep: the full encoder tells which

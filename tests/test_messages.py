@@ -107,12 +107,33 @@ def test_encode_refuses_nan_and_decode_insists_on_utf8() -> None:
 @given(
     st.integers(min_value=0, max_value=2**63),
     st.text(max_size=10),
-    st.none() | st.lists(st.integers() | st.text(max_size=5), max_size=4) | st.dictionaries(st.text(max_size=5), st.integers(), max_size=4),
+    st.none()
+    | st.lists(st.integers() | st.text(max_size=5), max_size=4)
+    | st.dictionaries(st.text(max_size=5), st.integers(), max_size=4),
 )
 def test_encode_request_is_the_envelope_encoded(request_id: int, method: str, params: Any) -> None:
     assert messages.encode_request(request_id, method, params) == messages.encode(
         messages.request_message(request_id, method, params)
     )
+
+
+def test_encode_request_keeps_a_bounded_number_of_method_names() -> None:
+    messages._method_json.clear()  # what earlier tests left
+    for method in ("tools/call", 'quote"and\\back\nslash', "\u2028"):
+        for request_id in (1, 2):  # the second time from what the first one kept
+            assert messages.encode_request(request_id, method, [1]) == messages.encode(
+                messages.request_message(request_id, method, [1])
+            )
+    assert "tools/call" in messages._method_json
+    with pytest.raises(UnicodeEncodeError):  # as the envelope's encoding fails, and nothing is kept
+        messages.encode_request(1, "\ud800")
+    with pytest.raises(UnicodeEncodeError):
+        messages.encode(messages.request_message(1, "\ud800"))
+    assert "\ud800" not in messages._method_json
+    for index in range(2 * messages._METHOD_JSON_ENTRIES):
+        messages.encode_request(1, f"method/{index}")
+    assert len(messages._method_json) == messages._METHOD_JSON_ENTRIES
+    assert json.loads(messages.encode_request(7, "method/1000")) == {"jsonrpc": "2.0", "id": 7, "method": "method/1000"}
 
 
 def test_encode_request_refuses_what_request_message_refuses() -> None:

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from jsonrpc_threads.errors import MessageTooLarge, RequestId, TransportClosed
-from jsonrpc_threads.transports.stdio import _exit_watch as exit_watch_module
+from jsonrpc_threads.transports._poll import POLL_SLICE_MS, poll_timeout_ms
 from jsonrpc_threads.transports.base import Transport
 from jsonrpc_threads.transports.stdio import (
     DEFAULT_ENV_ALLOWLIST,
@@ -32,6 +32,7 @@ from jsonrpc_threads.transports.stdio import (
     STDERR_DRAIN_WAIT_S,
     StdioTransport,
 )
+from jsonrpc_threads.transports.stdio import _exit_watch as exit_watch_module
 
 from .conftest import peer_command
 
@@ -773,3 +774,18 @@ def test_a_timeout_says_when_a_line_framed_stream_carries_content_length_headers
 def test_an_unknown_framing_is_refused() -> None:
     with pytest.raises(ValueError, match="framing"):
         StdioTransport(peer_command("stdio_peer"), framing="xml")
+
+
+def test_poll_timeouts_are_sliced_and_never_end_before_the_deadline() -> None:
+    now = time.monotonic()
+    assert poll_timeout_ms(None) == POLL_SLICE_MS
+    assert poll_timeout_ms(now + 3600) == POLL_SLICE_MS
+    assert poll_timeout_ms(now + 3600, slice_ms=7) == 7
+    assert poll_timeout_ms(now - 1) == 0
+    for left_s in (0.0123, 0.0301):
+        before = time.monotonic()
+        deadline = before + left_s
+        timeout = poll_timeout_ms(deadline)
+        after = time.monotonic()
+        # Rounded up to whole milliseconds: a poll that times out is never before the deadline.
+        assert (deadline - after) * 1000 <= timeout <= (deadline - before) * 1000 + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -16,10 +17,12 @@ def poll_timeout_ms(deadline: Optional[float], slice_ms: int = POLL_SLICE_MS) ->
     """Milliseconds for the next ``poll()`` towards ``deadline``: at most ``slice_ms``, at least 0."""
     if deadline is None:
         return slice_ms
-    left = deadline - time.monotonic()
-    if left <= 0:
+    left_ms = (deadline - time.monotonic()) * 1000.0
+    if left_ms >= slice_ms:
+        return slice_ms  # the usual case, in one comparison (this runs before every poll of a call)
+    if left_ms <= 0.0:
         return 0
-    return min(slice_ms, max(1, -int(-left * 1000.0 // 1)))  # rounded up
+    return math.ceil(left_ms)
 
 
 def notify_all_waiting(condition: threading.Condition) -> None:

@@ -68,6 +68,8 @@ _PARK_MS = max(1, int(READER_PARK_S * 1000))
 _READ_CHUNK_BYTES = 256 * 1024
 #: Reads in a row while the buffer comes back full, before polling again.
 _MAX_READS_PER_WAKE = 8
+#: A caller that read before polling and found nothing polls first for this many calls.
+_READ_FIRST_SKIPS = 32
 _CAN_POLL = hasattr(select, "poll")
 _READER = "reader"
 _CALLER = "caller"
@@ -121,8 +123,10 @@ class StdoutReader:
         self._view = memoryview(bytearray(_READ_CHUNK_BYTES))
         self._undelivered: Deque[Frame] = collections.deque()  # decoded, not delivered yet
         self.bytes_read = 0  # how much stdout has carried so far (for a timeout's hint)
+        self._read_first_skips = 0  # callers poll before reading for this many more calls (baton holder only)
         # _cond guards _owner, _watching, _park_until, _end_reason, _closing, _quiet_stop.
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()  # taken directly on the hot paths (a Condition's `with` is Python code)
+        self._cond = threading.Condition(self._lock)
         self._owner: Optional[str] = None
         self._watching = False  # the reader thread polls stdout (a caller must poke it)
         self._park_until = 0.0
@@ -196,10 +200,9 @@ class StdoutReader:
         poller = self._direct_poller
         if poller is None:
             return False
-        cond = self._cond
-        with cond:
+        with self._lock:
             while self._owner == _READER and self._end_reason is None and not self._closing:
-                cond.wait(POLL_SLICE_MS / 1000.0)  # the reader thread delivers one chunk: brief
+                self._cond.wait(POLL_SLICE_MS / 1000.0)  # the reader thread delivers one chunk: brief
             if self._owner is not None or self._end_reason is not None or self._closing:
                 return False
             self._owner = _CALLER
@@ -216,7 +219,18 @@ class StdoutReader:
             stdout_fd = self._fd
             exit_fd = self._exit_fd
             poll = poller.poll
-            while not done():
+            if self._read_first_skips:
+                self._read_first_skips -= 1
+            else:
+                # Read before polling: where the child shares this CPU it ran (and
+                # answered) as soon as it was written to, and one system call is saved.
+                # Where the answer is not in yet, stop trying for a while.
+                read_before = self.bytes_read
+                if not self._read_available():
+                    ended = CLOSED_STDOUT
+                elif self.bytes_read == read_before:
+                    self._read_first_skips = _READ_FIRST_SKIPS
+            while ended is None and not done():
                 if self._closing:
                     break  # the reader thread reads the stream to its end
                 events = poll(poll_timeout_ms(deadline))
@@ -246,7 +260,7 @@ class StdoutReader:
         return True
 
     def _release(self, ended: Optional[str]) -> None:
-        with self._cond:
+        with self._lock:
             self._owner = None
             if ended is not None and self._end_reason is None:
                 self._end_reason = ended

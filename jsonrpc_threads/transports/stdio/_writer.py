@@ -169,11 +169,12 @@ class StdinWriter:
         """
         direct = False
         stalled: Optional[str] = None
-        with self._lock:
-            error = self._error
-            failed = self._failed
-        if error is not None:
-            raise (self._failed_error if failed else self._closed_error)(error)
+        if self._error is not None:  # a look without the lock first: the fast path takes it once, below
+            with self._lock:
+                error = self._error
+                failed = self._failed
+            if error is not None:
+                raise (self._failed_error if failed else self._closed_error)(error)
         # The same thread writing twice in a row may be pipelining: then, and only then, ask
         # whether the child keeps up (outside the lock: the system call lets other threads
         # run, and one more GIL hand-off per write costs many callers dearly).  Advice only.
