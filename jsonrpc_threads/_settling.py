@@ -8,8 +8,9 @@ worker instead of running them on this (reader, timer) thread.  A future the
 caller cancelled in the meantime is left as it is.
 
 :class:`CallWaiter` is the private future of one blocking ``call()``: looked
-at by exactly one thread, it is a lock held from birth and released when the
-answer is in, so waiting is one ``acquire()``.
+at by exactly one thread, settled by one other.  A caller whose answer is in
+before it waits (it read the answer itself) waits for nothing; one that has to
+wait sleeps on a wake pipe (:mod:`._wakeups`), or on a lock where there is none.
 
 No :mod:`concurrent.futures` here: a program that only makes blocking calls
 never loads it.
@@ -17,14 +18,28 @@ never loads it.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 
 from ._deadlines import wait_slice
+from ._logs import get_logger
+from ._wakeups import WakePipe
 from ._workers import waiting_for_answer
+
+_log = get_logger(__name__)
+
+#: finish(): the longest to wait for the byte of a settler that is on its way.
+WAKE_BYTE_WAIT_S = 1.0
+#: A caller asleep on a wake pipe looks at its waiter this often (a byte lost is a late wake-up, no hang).
+_WAKE_SLICE_MS = 1000
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Protocol, Tuple
+    from _thread import LockType
+    from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
+
+    from ._wakeups import WakePipes
 
     class Settleable(Protocol):
         """What settling a pending request needs: a RequestFuture or a CallWaiter."""
@@ -119,28 +134,47 @@ def settle_exception(future: Settleable, error: BaseException) -> None:
 
 
 class CallWaiter:
-    """The private future of one ``call()``: settled once, awaited only by its caller."""
+    """The private future of one ``call()``: settled once, awaited only by its caller.
 
-    __slots__ = ("_error", "_lock", "_result", "_settled")
+    A caller that finds it unsettled sleeps on a wake pipe from ``pipes`` (see
+    :mod:`._wakeups`; a lock when there is none), and calls :meth:`finish`
+    once the call is over, in every case, to give the pipe back.
 
-    def __init__(self) -> None:
+    Args:
+        pipes: the client's wake pipes, or None to wait on a lock.
+    """
+
+    __slots__ = ("_error", "_lock", "_pipes", "_result", "_settled", "_wake", "_woken")
+
+    def __init__(self, pipes: Optional[WakePipes] = None) -> None:
+        # _lock guards _settled against _wake: a settler wakes the waiter that is there.
         self._lock = threading.Lock()
-        self._lock.acquire()
         self._settled = False
         self._result: Any = None
         self._error: Optional[BaseException] = None
+        self._pipes = pipes
+        self._wake: Optional[Union[WakePipe, LockType]] = None  # what the caller sleeps on, once it does
+        self._woken = False  # the wake pipe's byte was read
 
     def set_result(self, result: Any) -> None:
-        if not self._settled:
+        with self._lock:
+            if self._settled:
+                return
             self._result = result
             self._settled = True
-            self._lock.release()
+            wake = self._wake
+        if wake is not None:
+            _wake_up(wake)
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
-        if not self._settled:
+        with self._lock:
+            if self._settled:
+                return
             self._error = exception
             self._settled = True
-            self._lock.release()
+            wake = self._wake
+        if wake is not None:
+            _wake_up(wake)
 
     def settled(self) -> bool:
         """True once the answer (or error) is in."""
@@ -150,13 +184,58 @@ class CallWaiter:
         """Wait until settled or ``deadline`` (monotonic) passed; True if settled."""
         if self._settled:
             return True
-        lock = self._lock
+        pipes = self._pipes
+        pipe = pipes.take() if pipes is not None else None
+        if pipe is not None:
+            wake: Union[WakePipe, LockType] = pipe
+        else:
+            wake = threading.Lock()
+            wake.acquire()
+        with self._lock:
+            settled = self._settled
+            if not settled:
+                self._wake = wake
+        if settled:
+            if pipe is not None and pipes is not None:
+                pipes.give(pipe)  # nobody writes to it
+            return True
         with waiting_for_answer():
+            if pipe is not None:
+                return self._wait_on_pipe(pipe, deadline)
             while True:
-                if lock.acquire(timeout=wait_slice(deadline)):
+                if wake.acquire(timeout=wait_slice(deadline)):  # type: ignore[union-attr]
                     return True
                 if deadline is not None and wait_slice(deadline) <= 0.0:
                     return self._settled
+
+    def _wait_on_pipe(self, pipe: WakePipe, deadline: Optional[float]) -> bool:
+        while True:
+            if pipe.wait(_slice_ms(deadline)):
+                self._woken = True  # the byte is written after _settled is set
+                return True
+            if self._settled:  # its byte is late: finish() reads it
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
+    def finish(self) -> None:
+        """The call is over (the waiter settled, or about to be): give the wake pipe back once its byte is read.
+
+        The settler's byte comes at once (it is on its way); should it not
+        come within :data:`WAKE_BYTE_WAIT_S`, the pipe is never used again.
+        """
+        pipe = self._wake
+        pipes = self._pipes
+        if type(pipe) is not WakePipe or pipes is None:
+            return
+        if not self._woken:
+            end = time.monotonic() + WAKE_BYTE_WAIT_S
+            while not pipe.wait(_slice_ms(end)):
+                if time.monotonic() >= end:
+                    _log.warning("a wake pipe's byte did not come: the pipe is set aside")
+                    pipes.drop(pipe)
+                    return
+        pipes.give(pipe)
 
     def result(self) -> Any:
         """The result once settled; raises the error it was settled with."""
@@ -165,6 +244,23 @@ class CallWaiter:
             self._error = None  # no reference cycle through the traceback
             raise error
         return self._result
+
+
+def _wake_up(wake: Union[WakePipe, LockType]) -> None:
+    if type(wake) is WakePipe:
+        wake.post()
+    else:
+        wake.release()  # type: ignore[union-attr]
+
+
+def _slice_ms(deadline: Optional[float]) -> int:
+    """The next poll() towards ``deadline``, in whole milliseconds rounded up (at most a second)."""
+    if deadline is None:
+        return _WAKE_SLICE_MS
+    left_ms = (deadline - time.monotonic()) * 1000.0
+    if left_ms >= _WAKE_SLICE_MS:
+        return _WAKE_SLICE_MS
+    return max(0, math.ceil(left_ms))
 
 
 __all__ = ["CallWaiter", "deferred_callbacks", "settle_exception", "settle_result", "settling"]

@@ -55,6 +55,7 @@ from ._logs import get_logger
 from ._pending import Pending, PendingTable, fresh_error
 from ._scheduler import Scheduler, default_scheduler
 from ._settling import CallWaiter, settle_exception
+from ._wakeups import WakePipes
 from ._workers import DrainQueue, PoolClosed, SerialLane, WorkerPool, current_worker
 from .batch import Batch, BatchItem
 from .cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
@@ -154,6 +155,7 @@ class JsonRpcClient(Closing):
         # request() deadlines: one timer per timeout value (see _expiry), expired in batches.
         self._deadlines = DeadlineLanes(self._scheduler, self._expire_many, self._table.__contains__)
         self._counts = Counts()  # observe.py: timeouts, cancels, errors (stats())
+        self._wake_pipes = WakePipes()  # what a call() that waits for its answer sleeps on
         self._observer: Optional[Observer] = None  # observe.py: wire trace, close listeners
         try:
             transport.start(self)
@@ -259,7 +261,7 @@ class JsonRpcClient(Closing):
         deadline = deadline_after(resolved)
         request_id = next(self._ids)
         data = messages.encode_request(request_id, method, params)
-        waiter = CallWaiter()
+        waiter = CallWaiter(self._wake_pipes)
         self._table.add(request_id, Pending(waiter, method, resolved, self._lane.in_lane()))
         if self._observer is not None:
             self._observer.sent(data)
@@ -274,6 +276,8 @@ class JsonRpcClient(Closing):
                 self._counts.cancel()
                 self._tell_peer(request_id, f"Interrupted: {type(exc).__name__}")
             raise
+        finally:
+            waiter.finish()
         return waiter.result()
 
     def notify(
@@ -407,6 +411,7 @@ class JsonRpcClient(Closing):
         try:
             self._table.close(TransportClosed("Client closed"))
             self._deadlines.close()
+            self._wake_pipes.close()
             try:
                 self._transport.close()
             finally:
@@ -422,6 +427,7 @@ class JsonRpcClient(Closing):
 
     def _release_in_fork(self) -> None:
         """close() in a forked process: no lock taken (a thread of the parent may have held one)."""
+        self._wake_pipes.release_in_fork()
         release = self._capabilities.release_in_fork
         if release is not None:
             release()

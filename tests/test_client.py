@@ -399,3 +399,50 @@ def test_calls_in_a_row_on_one_cpu_do_not_keep_waking_the_reader_thread() -> Non
     for wakeups, parks in rows:
         # Stepped aside while a caller reads, it looks around once per READER_PARK_S.
         assert int(wakeups) <= calls // 10 + 3 * float(parks) + 5, result.stdout
+
+
+_CALLERS_ON_ONE_CPU_SCRIPT = """
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from jsonrpc_threads import JsonRpcClient, StdioTransport
+
+THREADS, CALLS = 16, 200
+fds = len(os.listdir("/proc/self/fd"))
+answered = []
+with JsonRpcClient(StdioTransport(sys.argv[2:])) as client:
+    start = threading.Barrier(THREADS)
+
+    def caller(index):
+        start.wait(10)
+        for n in range(CALLS):
+            assert client.call("echo", [index, n], timeout=10) == [index, n]
+        answered.append(index)
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    pipes = len(client._wake_pipes._all)
+print(len(answered), pipes, len(os.listdir("/proc/self/fd")) - fds)
+"""
+
+
+@pytest.mark.skipif(not (hasattr(os, "sched_setaffinity") and sys.platform.startswith("linux")), reason="needs Linux")
+def test_callers_sharing_one_cpu_each_get_their_answer_and_leave_no_descriptor() -> None:
+    # On one CPU the callers wait on their wake pipes while the reader delivers and holds the
+    # writing: every interleaving there still gives each call its own answer, and close()
+    # closes every pipe.
+    result = subprocess.run(
+        [sys.executable, "-c", _CALLERS_ON_ONE_CPU_SCRIPT, str(REPO_ROOT), *peer_command("stdio_peer")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    finished, pipes, fds_left = result.stdout.split()
+    assert finished == "16"
+    assert 0 < int(pipes) <= 16  # they did wait on wake pipes
+    assert fds_left == "0"

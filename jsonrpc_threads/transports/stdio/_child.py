@@ -116,6 +116,8 @@ class Child:
                 label,
                 self.pid,
                 self._report_end,
+                self.writer.hold,
+                self.writer.release_hold,
             )
         except BaseException:  # e.g. out of file descriptors
             if self.exit_watch is not None:

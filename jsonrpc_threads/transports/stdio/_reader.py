@@ -16,6 +16,9 @@ time (the read baton, ``_owner``):
 
 A caller takes the baton whenever it is free, whatever the reader thread is
 doing, so a call's path never depends on how long ago the previous one ended;
+when it is taken, the caller sends its request as usual and sleeps until its
+answer is delivered (it waits for the baton only while the reader thread
+delivers a single message, which gives it back at once);
 when the reader thread was polling stdout, the caller pokes it (a self-pipe)
 so it steps aside at once instead of waking on the answer.  While it stands
 aside, the reader thread looks again every :data:`READER_PARK_S`, and it takes
@@ -24,6 +27,15 @@ up polling stdout again once no caller reads and either a request is pending
 or the transport is closing.  So a back-to-back sequence of calls never wakes
 the reader thread, and a message nobody waits for sits in the pipe at most
 that long.
+
+Delivering a chunk.  Whoever holds the baton holds the writing too while it
+delivers the messages one read brought, when there are several
+(:meth:`StdinWriter.hold <._writer.StdinWriter.hold>`): the callers it wakes
+run one after another (each on its wake pipe, see
+:mod:`jsonrpc_threads._wakeups`) and their next requests queue up, to be
+written together when the chunk is delivered.  So many callers make one
+write, one wake-up of the child and, its answers coming back together, one
+read.
 
 Exit.  The child's exit is polled beside stdout (:mod:`._exit_watch`): once it
 exited, what stdout already holds is read (bounded by
@@ -101,6 +113,8 @@ class StdoutReader:
         label, pid: for log lines and the thread's name.
         on_end: called on the reader thread with the reason, once the stream ended
             (not when the transport is closing: close() reports then).
+        hold_writes, release_writes: the writer's ``hold`` and ``release_hold``,
+            taken around every delivery of a chunk (see the module docstring).
     """
 
     def __init__(
@@ -111,6 +125,8 @@ class StdoutReader:
         label: str,
         pid: int,
         on_end: Callable[[str], None],
+        hold_writes: Callable[[], bool],
+        release_writes: Callable[[], None],
     ) -> None:
         self._stream = stream
         self._fd = stream.fileno()
@@ -119,10 +135,13 @@ class StdoutReader:
         self._label = label
         self._pid = pid
         self._on_end = on_end
+        self._hold_writes = hold_writes
+        self._release_writes = release_writes
         self.sink_ref: SinkRef = _no_sink
         self._view = memoryview(bytearray(_READ_CHUNK_BYTES))
         self._undelivered: Deque[Frame] = collections.deque()  # decoded, not delivered yet
         self.bytes_read = 0  # how much stdout has carried so far (for a timeout's hint)
+        self._chunk_size = 0  # frames in the chunk the baton holder delivers now (a hint for callers)
         self._read_first_skips = 0  # callers poll before reading for this many more calls (baton holder only)
         # _cond guards _owner, _watching, _park_until, _end_reason, _closing, _quiet_stop.
         self._lock = threading.Lock()  # taken directly on the hot paths (a Condition's `with` is Python code)
@@ -201,8 +220,12 @@ class StdoutReader:
         if poller is None:
             return False
         with self._lock:
-            while self._owner == _READER and self._end_reason is None and not self._closing:
-                self._cond.wait(POLL_SLICE_MS / 1000.0)  # the reader thread delivers one chunk: brief
+            # The reader thread delivering one answer (likely this caller's last one: calls in
+            # a row) gives the baton back at once: wait for it.  Delivering several, it woke
+            # other callers too: send the request into the writer's hold instead (written with
+            # theirs) and sleep until the answer is delivered.
+            while self._owner == _READER and self._chunk_size <= 1 and self._end_reason is None and not self._closing:
+                self._cond.wait(POLL_SLICE_MS / 1000.0)
             if self._owner is not None or self._end_reason is not None or self._closing:
                 return False
             self._owner = _CALLER
@@ -372,23 +395,35 @@ class StdoutReader:
     # -- reading and delivering (by whoever holds the baton) -------------------------
 
     def _read_available(self) -> bool:
-        """Read what the pipe holds and deliver it; False at EOF."""
+        """Read what the pipe holds and deliver it; False at EOF.
+
+        A chunk of several messages is delivered with the writing held (see
+        the module docstring); a single one (a call's own answer) without.
+        """
         view = self._view
         readinto = self._stream.readinto  # type: ignore[attr-defined]
-        for _ in range(_MAX_READS_PER_WAKE):
-            count = readinto(view)
-            if count is None:  # nothing (more) yet
-                return True
-            if not count:
-                self._deliver(self._decoder.end())
-                return False
-            # Into a buffer kept for the purpose: a fresh 256 KiB object per read
-            # would be mapped and unmapped by malloc every time (page faults).
-            self.bytes_read += count
-            self._deliver(self._decoder.feed(view[:count].tobytes()))
-            if count < len(view):
-                return True
-        return True
+        held = False
+        try:
+            for _ in range(_MAX_READS_PER_WAKE):
+                count = readinto(view)
+                if count is None:  # nothing (more) yet
+                    return True
+                if not count:
+                    self._deliver(self._decoder.end())
+                    return False
+                # Into a buffer kept for the purpose: a fresh 256 KiB object per read
+                # would be mapped and unmapped by malloc every time (page faults).
+                self.bytes_read += count
+                frames = self._decoder.feed(view[:count].tobytes())
+                if not held and len(frames) > 1:
+                    held = self._hold_writes()
+                self._deliver(frames)
+                if count < len(view):
+                    return True
+            return True
+        finally:
+            if held:
+                self._release_writes()
 
     def _drain_after_exit(self) -> str:
         """The child exited: deliver what stdout holds (bounded), then end the stream.
@@ -414,6 +449,7 @@ class StdoutReader:
 
     def _deliver(self, frames: List[Frame]) -> None:
         """Hand decoded frames to the sink, in order (an interrupted caller leaves the rest queued)."""
+        self._chunk_size = len(frames)
         backlog = self._undelivered
         backlog.extend(frames)
         sink = self.sink_ref()

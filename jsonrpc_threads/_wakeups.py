@@ -1,0 +1,161 @@
+"""Waking one blocked ``call()`` with the GIL let go: a client's pool of wake pipes.
+
+Theory of operation.  A thread blocked in ``lock.acquire()`` is woken by
+``release()``, which runs with the GIL held.  Where the waker and the woken
+share a CPU, the woken thread runs at once, finds the GIL taken and sleeps
+again until the waker lets go of it: two context switches for nothing, for
+every answer.  A write to a pipe lets go of the GIL for its system call, so a
+thread blocked in ``read()`` on the pipe's other end takes the GIL and runs
+on: one switch there, one back when it blocks again.  With sixteen callers on
+one CPU that is the difference between three context switches a call and one.
+
+So a ``call()`` that has to wait for its answer takes a :class:`WakePipe` (a
+connected pair of sockets) from its client's :class:`WakePipes` and sleeps in
+one blocking ``read()`` (the socket's receive timeout bounds it); whoever
+settles it writes one byte, and the waiter reads that byte before the pipe
+goes back to the pool (no byte is ever left behind for the next waiter).  A
+call whose answer is in before it waits (the caller read it itself) takes no
+pipe.
+
+The pool keeps at most :data:`MAX_WAKE_PIPES` pipes (two descriptors each,
+close-on-exec); beyond that, off Linux, or when no descriptor is left, a call
+waits on a lock as before.  ``close()`` closes the idle pipes, and each pipe in
+use is closed when its call gives it back.
+
+Thread-safety: :class:`WakePipes` may be used from any thread; a
+:class:`WakePipe` has one waiter and one waker at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import sys
+import threading
+from typing import List, Optional, Set
+
+from ._logs import get_logger
+
+logger = get_logger(__name__)
+
+#: The most wake pipes a client keeps (each is two file descriptors).
+MAX_WAKE_PIPES = 32
+
+#: Pipes whose byte never came, kept open for good (see WakePipes.drop).
+_SET_ASIDE: List[WakePipe] = []
+#: Where the receive timeout below is known to work as written (struct timeval as two longs).
+_USABLE = sys.platform.startswith("linux")
+#: The longest one wait on a wake pipe lasts before the waiter looks again.
+_WAIT_SLICE_MS = 1000
+_yield_cpu = getattr(os, "sched_yield", None)
+
+
+class WakePipe:
+    """A connected pair of sockets: :meth:`post` writes the byte that :meth:`wait` waits for."""
+
+    __slots__ = ("_receive_fd", "_receiver", "_send_fd", "_sender", "_timeout_ms")
+
+    def __init__(self) -> None:
+        self._sender, self._receiver = socket.socketpair()
+        self._send_fd = self._sender.fileno()
+        self._receive_fd = self._receiver.fileno()
+        self._timeout_ms = 0
+        try:
+            self._set_timeout(_WAIT_SLICE_MS)
+        except BaseException:
+            self.close()
+            raise
+
+    def _set_timeout(self, timeout_ms: int) -> None:
+        # The kernel's receive timeout: a wait is one blocking read(), one system call.
+        seconds, ms = divmod(timeout_ms, 1000)
+        self._receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("@ll", seconds, ms * 1000))
+        self._timeout_ms = timeout_ms
+
+    def post(self) -> None:
+        """Wake the waiter (the GIL is let go for the write), then let it run before the waker goes on."""
+        os.write(self._send_fd, b"\x01")
+        if _yield_cpu is not None:
+            # Where both share a CPU: the woken caller takes the GIL and runs now (up to its
+            # next wait) instead of waking later only to find the GIL taken.
+            _yield_cpu()
+
+    def wait(self, timeout_ms: int) -> bool:
+        """Wait up to ``timeout_ms`` (at most :data:`_WAIT_SLICE_MS`) for the byte; True once it is read."""
+        if timeout_ms <= 0:
+            return False
+        timeout_ms = min(timeout_ms, _WAIT_SLICE_MS)
+        if timeout_ms != self._timeout_ms:
+            self._set_timeout(timeout_ms)
+        try:
+            return bool(os.read(self._receive_fd, 1))
+        except BlockingIOError:  # the receive timeout passed
+            return False
+
+    def close(self) -> None:
+        self._sender.close()
+        self._receiver.close()
+
+
+class WakePipes:
+    """A client's wake pipes: :meth:`take` one to wait on, :meth:`give` it back once its byte was read."""
+
+    def __init__(self) -> None:
+        # _lock guards _idle, _all and _closed.
+        self._lock = threading.Lock()
+        self._idle: List[WakePipe] = []
+        self._all: Set[WakePipe] = set()  # idle and in use, for release_in_fork
+        self._closed = not _USABLE
+
+    def take(self) -> Optional[WakePipe]:
+        """An idle pipe, a new one, or None (closed, at the limit, or out of descriptors: wait on a lock)."""
+        with self._lock:
+            if self._closed:
+                return None
+            if self._idle:
+                return self._idle.pop()
+            if len(self._all) >= MAX_WAKE_PIPES:
+                return None
+            try:
+                pipe = WakePipe()
+            except OSError as exc:  # out of file descriptors: not worth failing a call for
+                logger.debug("no wake pipe (%s): the call waits on a lock", exc)
+                return None
+            self._all.add(pipe)
+            return pipe
+
+    def give(self, pipe: WakePipe) -> None:
+        """Back to the pool, its byte read (closed when the pool is)."""
+        with self._lock:
+            if not self._closed:
+                self._idle.append(pipe)
+                return
+            self._all.discard(pipe)
+        pipe.close()
+
+    def drop(self, pipe: WakePipe) -> None:
+        """Set aside a pipe whose byte never came: not used, not closed (a late write must not hit a reused fd)."""
+        with self._lock:
+            self._all.discard(pipe)
+        _SET_ASIDE.append(pipe)  # kept alive: the garbage collector would close it
+
+    def close(self) -> None:
+        """Close the idle pipes; those in use are closed when given back.  Idempotent."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            for pipe in idle:
+                self._all.discard(pipe)
+        for pipe in idle:
+            pipe.close()
+
+    def release_in_fork(self) -> None:
+        """In a forked child: close this process's copies of every pipe, taking no lock."""
+        self._closed = True
+        pipes, self._all, self._idle = list(self._all), set(), []
+        for pipe in pipes:
+            pipe.close()
+
+
+__all__ = ["MAX_WAKE_PIPES", "WakePipe", "WakePipes"]

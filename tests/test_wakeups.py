@@ -1,0 +1,192 @@
+"""Wake pipes (jsonrpc_threads._wakeups) and the call() waiter that sleeps on them (_settling.CallWaiter)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+from jsonrpc_threads import _settling, _wakeups
+from jsonrpc_threads._settling import CallWaiter
+from jsonrpc_threads._wakeups import MAX_WAKE_PIPES, WakePipes
+from jsonrpc_threads.errors import RequestTimeout
+
+WAIT_S = 10.0
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="wake pipes are used on Linux")
+
+
+@pytest.fixture
+def pipes() -> Iterator[WakePipes]:
+    pool = WakePipes()
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def test_a_posted_byte_wakes_the_waiter_once(pipes: WakePipes) -> None:
+    pipe = pipes.take()
+    assert pipe is not None
+    assert not pipe.wait(20)  # nothing posted: the receive timeout passes
+    pipe.post()
+    assert pipe.wait(1000)
+    assert not pipe.wait(1)  # one byte, read once
+    pipes.give(pipe)
+
+
+def test_the_pool_reuses_idle_pipes_and_stops_at_its_limit(pipes: WakePipes) -> None:
+    taken = [pipes.take() for _ in range(MAX_WAKE_PIPES)]
+    assert all(pipe is not None for pipe in taken)
+    assert pipes.take() is None  # at the limit: the caller waits on a lock
+    first = taken[0]
+    assert first is not None
+    pipes.give(first)
+    assert pipes.take() is first
+    for pipe in taken:
+        assert pipe is not None
+        pipes.give(pipe)
+
+
+def test_close_closes_idle_pipes_and_each_pipe_in_use_when_given_back() -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    pool = WakePipes()
+    idle, in_use = pool.take(), pool.take()
+    assert idle is not None and in_use is not None
+    pool.give(idle)
+    assert len(os.listdir("/proc/self/fd")) == before + 4
+    pool.close()
+    assert len(os.listdir("/proc/self/fd")) == before + 2
+    assert pool.take() is None
+    pool.give(in_use)
+    assert len(os.listdir("/proc/self/fd")) == before
+    pool.close()  # idempotent
+
+
+def test_a_waiter_settled_before_it_waits_takes_no_pipe(pipes: WakePipes) -> None:
+    waiter = CallWaiter(pipes)
+    waiter.set_result(5)
+    assert waiter.wait(time.monotonic() + WAIT_S)
+    waiter.finish()
+    assert waiter.result() == 5
+    assert not pipes._all  # none was made
+
+
+def test_a_waiter_sleeping_on_a_pipe_is_woken_by_the_settle(pipes: WakePipes) -> None:
+    waiter = CallWaiter(pipes)
+    woke: List[bool] = []
+    thread = threading.Thread(target=lambda: woke.append(waiter.wait(time.monotonic() + WAIT_S)))
+    thread.start()
+    start = time.monotonic()
+    waiter.set_result("answer")  # may come before or after the waiter registered its pipe
+    thread.join(WAIT_S)
+    assert woke == [True] and time.monotonic() - start < WAIT_S / 2
+    waiter.finish()
+    assert waiter.result() == "answer"
+    pipe = pipes.take()
+    assert pipe is not None and not pipe.wait(1)  # back in the pool, and no byte left in it
+    pipes.give(pipe)
+
+
+def test_a_waiter_times_out_then_reads_the_byte_of_the_settle_that_follows(pipes: WakePipes) -> None:
+    waiter = CallWaiter(pipes)
+    start = time.monotonic()
+    assert not waiter.wait(start + 0.05)
+    assert time.monotonic() - start >= 0.05  # never early
+    settler = threading.Timer(0.05, waiter.set_exception, args=(RequestTimeout("m", 1, 0.05),))
+    settler.start()
+    waiter.finish()  # waits for the byte of a settle on its way
+    settler.join(WAIT_S)
+    with pytest.raises(RequestTimeout):
+        waiter.result()
+    pipe = pipes.take()
+    assert pipe is not None and not pipe.wait(1)
+    pipes.give(pipe)
+
+
+def test_a_byte_that_never_comes_sets_the_pipe_aside(pipes: WakePipes, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_settling, "WAKE_BYTE_WAIT_S", 0.05)
+    waiter = CallWaiter(pipes)
+    assert not waiter.wait(time.monotonic() + 0.01)
+    set_aside = len(_wakeups._SET_ASIDE)
+    waiter.finish()  # nobody settles it (a broken settler): bounded, and the pipe is never reused
+    assert len(_wakeups._SET_ASIDE) == set_aside + 1
+    stale = _wakeups._SET_ASIDE.pop()
+    waiter.set_result(1)  # the late byte lands in the pipe set aside
+    stale.close()
+    taken = [pipes.take() for _ in range(3)]
+    assert stale not in taken
+    for pipe in taken:
+        assert pipe is not None
+        pipes.give(pipe)
+
+
+def test_without_pipes_a_waiter_waits_on_a_lock() -> None:
+    waiter = CallWaiter(None)
+    threading.Timer(0.02, waiter.set_result, args=(7,)).start()
+    assert waiter.wait(time.monotonic() + WAIT_S)
+    waiter.finish()
+    assert waiter.result() == 7
+    assert not CallWaiter(None).wait(time.monotonic() + 0.01)
+
+
+def test_many_waiters_and_settlers_racing_each_see_their_own_answer(pipes: WakePipes) -> None:
+    errors: List[BaseException] = []
+
+    def one(index: int) -> None:
+        try:
+            for round_ in range(200):
+                waiter = CallWaiter(pipes)
+                value = (index, round_)
+                settler = threading.Thread(target=waiter.set_result, args=(value,))
+                settler.start()
+                assert waiter.wait(time.monotonic() + WAIT_S)
+                waiter.finish()
+                assert waiter.result() == value
+                settler.join(WAIT_S)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors
+
+
+def test_ctrl_c_interrupts_a_call_asleep_on_its_pipe_and_the_pipe_comes_back() -> None:
+    script = f"""
+import os, signal, sys, threading, time
+sys.path.insert(0, {str(REPO_ROOT)!r})
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from jsonrpc_threads._settling import CallWaiter
+from jsonrpc_threads._wakeups import WakePipes
+pipes = WakePipes()
+fds = len(os.listdir("/proc/self/fd"))
+waiter = CallWaiter(pipes)
+main = threading.main_thread().ident
+threading.Timer(0.2, signal.pthread_kill, args=(main, signal.SIGINT)).start()
+start = time.monotonic()
+try:
+    waiter.wait(time.monotonic() + 30)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - start, 1))
+waiter.set_exception(RuntimeError("interrupted"))  # what call() does: the request is settled
+waiter.finish()
+pipes.close()
+print("fds", len(os.listdir("/proc/self/fd")) - fds)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[0] == "interrupted" and float(lines[0].split()[1]) < 5, result.stdout
+    assert lines[1] == "fds 0", result.stdout  # the pipe made meanwhile is closed again
