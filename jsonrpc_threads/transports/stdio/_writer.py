@@ -97,6 +97,10 @@ class _Frame:
         self.offset = 0  # bytes of it already written (only ever the first frame of the queue)
 
 
+def _ids_of(frames: Sequence[_Frame]) -> List[RequestId]:
+    return [request_id for frame in frames for request_id in frame.request_ids]
+
+
 class StdinWriter:
     """The child's stdin, written in order.  See the module docstring.
 
@@ -248,45 +252,18 @@ class StdinWriter:
         self._write_held(frames)
 
     def _write_held(self, frames: List[_Frame]) -> None:
-        """release_hold(): ``frames`` (at most PIPE_BUF bytes) in one write, the writing owned meanwhile."""
+        """release_hold(): ``frames`` (at most PIPE_BUF bytes) in one write; a failure fails their requests."""
         data = frames[0].data if len(frames) == 1 else b"".join([frame.data for frame in frames])
-        failure: Optional[OSError] = None
-        written = False
-        completed = False  # False in the finally: interrupted, whether they went out is not known
         try:
-            try:
-                os.write(self._fd, data)  # <= PIPE_BUF: all of it, or EAGAIN and nothing
-                written = True
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                failure = exc
-            completed = True
-        finally:
-            with self._lock:
-                if failure is not None:
-                    self._failed = self._error is None
-                    self._break_locked(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
-                elif completed and not written and self._error is None:  # the pipe is full: the thread writes them
-                    self._queue.extendleft(reversed(frames))
-                    self._queued_bytes += len(data)
-                if self._queue and self._error is None:
-                    self._hand_to_thread_locked()
-                else:
-                    self._owner = None
-                    notify_all_waiting(self._cond)
-            if failure is not None or not completed:
-                # Other callers' frames: fail their requests rather than leave them to time out
-                # (or, interrupted, write them twice).
-                request_ids = [request_id for frame in frames for request_id in frame.request_ids]
-                if failure is not None:
-                    self._fail_queued(include_in_flight=True)
-                    error = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
-                    error.__cause__ = failure
-                else:
-                    error = self._closed_error("Interrupted while its request was being written")
-                if request_ids:
-                    self._fail_requests(request_ids, error)
+            failure = self._write_owned(data, (), frames)
+        except BaseException:  # interrupted: whether they went out is not known, so never twice
+            self._fail_requests(_ids_of(frames), self._closed_error("Interrupted while its request was being written"))
+            raise
+        if failure is not None:  # other callers' frames: their requests fail now, not at their deadlines
+            self._fail_queued(include_in_flight=True)
+            error = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
+            error.__cause__ = failure
+            self._fail_requests(_ids_of(frames), error)
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
         """Drop the still queued frames of these requests (not those being written)."""
@@ -369,12 +346,28 @@ class StdinWriter:
 
     def _write_direct(self, frame: bytes, request_ids: Sequence[RequestId]) -> None:
         """One atomic write by the caller; handed to the writer thread when the pipe is full."""
+        failure = self._write_owned(frame, request_ids)
+        if failure is not None:
+            self._fail_queued(include_in_flight=True)
+            closed = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
+            closed.__cause__ = failure
+            raise closed
+
+    def _write_owned(
+        self, data: bytes, request_ids: Sequence[RequestId], frames: Optional[List[_Frame]] = None
+    ) -> Optional[OSError]:
+        """Write ``data`` (at most PIPE_BUF bytes) in one write, owning the writing, then hand the writing on.
+
+        A full pipe puts it back at the head of the queue for the writer thread
+        (``frames``, or one frame of ``data`` and ``request_ids``).  Returns the
+        write's failure (writing is over then), or None.
+        """
         written = False
-        completed = False  # False in the finally: interrupted, the frame is taken as not sent
+        completed = False  # False in the finally: interrupted, the bytes are taken as not sent
         failure: Optional[OSError] = None
         try:
             try:
-                os.write(self._fd, frame)  # <= PIPE_BUF: all of it, or EAGAIN and nothing
+                os.write(self._fd, data)  # <= PIPE_BUF: all of it, or EAGAIN and nothing
                 written = True
             except BlockingIOError:
                 pass
@@ -382,25 +375,24 @@ class StdinWriter:
                 failure = exc
             completed = True
         finally:
-            # Also on KeyboardInterrupt: the frame went out whole or not at all,
+            # Also on KeyboardInterrupt: the bytes went out whole or not at all,
             # and the writing is handed on either way.
             with self._lock:
                 if failure is not None:
                     self._failed = self._error is None
                     self._break_locked(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
                 elif completed and not written and self._error is None:
-                    self._queue.appendleft(_Frame(frame, request_ids))
-                    self._queued_bytes += len(frame)
+                    if frames is None:
+                        self._queue.appendleft(_Frame(data, request_ids))
+                    else:
+                        self._queue.extendleft(reversed(frames))
+                    self._queued_bytes += len(data)
                 if self._queue and self._error is None:
                     self._hand_to_thread_locked()
                 else:
                     self._owner = None
                     notify_all_waiting(self._cond)  # the fast path: usually nobody waits
-        if failure is not None:
-            self._fail_queued(include_in_flight=True)
-            closed = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
-            closed.__cause__ = failure
-            raise closed
+        return failure
 
     def _child_caught_up(self) -> bool:
         """True when fewer than :data:`CAUGHT_UP_BYTES` written wait in the pipe (or when that cannot be known).
