@@ -271,9 +271,11 @@ class StdioTransport(Closing):
         The fast path of a blocking call (:class:`~.base.DrivesCalls`): the
         thread that waits for an answer reads it itself, which saves the
         hand-off from the reader thread.  Only one thread reads at a time: when
-        another caller is reading, this returns ``False`` at once (nothing
-        sent) and the caller sends as usual and waits.  Everything read here
-        is delivered to the sink as the reader thread would deliver it, in order.
+        another one is reading, the request is sent as :meth:`send` sends it
+        and this returns at once, for the caller to wait for its answer as
+        usual.  Everything read here is delivered to the sink as the reader
+        thread would deliver it, in order.  Returns True once the request was
+        sent (False only when pipes cannot be polled here: nothing sent).
 
         Raises:
             TransportClosed: when the transport is closed or the write failed.
@@ -285,7 +287,14 @@ class StdioTransport(Closing):
             raise child.closed_error("Transport closed")
         writer = child.writer
         assert writer is not None
-        return child.reader.drive(lambda: writer.write(frame, (request_id,), deadline, may_batch=False), done, deadline)
+        reader = child.reader
+        if reader.drive(lambda: writer.write(frame, (request_id,), deadline, may_batch=False), done, deadline):
+            return True
+        if not reader.can_drive:
+            return False
+        writer.write(frame, (request_id,), deadline)  # another thread reads: as send() does, framed once
+        reader.ensure_reading()
+        return True
 
     def timeout_hint(self) -> str:
         """What may explain a request timing out (:class:`~.base.ExplainsTimeouts`).

@@ -181,6 +181,11 @@ class StdoutReader:
 
     # -- control ------------------------------------------------------------------
 
+    @property
+    def can_drive(self) -> bool:
+        """False where pipes cannot be polled: :meth:`drive` always declines there."""
+        return self._direct_poller is not None
+
     def ensure_reading(self) -> None:
         """A request waits for an answer that nobody reads directly: make the reader thread poll stdout."""
         if not self._watching and self._owner is None:
