@@ -186,15 +186,14 @@ class CallWaiter:
             return True
         pipes = self._pipes
         pipe = pipes.take() if pipes is not None else None
-        if pipe is not None:
-            wake: Union[WakePipe, LockType] = pipe
-        else:
-            wake = threading.Lock()
-            wake.acquire()
+        lock: Optional[LockType] = None
+        if pipe is None:
+            lock = threading.Lock()
+            lock.acquire()
         with self._lock:
             settled = self._settled
             if not settled:
-                self._wake = wake
+                self._wake = pipe if pipe is not None else lock
         if settled:
             if pipe is not None and pipes is not None:
                 pipes.give(pipe)  # nobody writes to it
@@ -202,8 +201,9 @@ class CallWaiter:
         with waiting_for_answer():
             if pipe is not None:
                 return self._wait_on_pipe(pipe, deadline)
+            assert lock is not None
             while True:
-                if wake.acquire(timeout=wait_slice(deadline)):  # type: ignore[union-attr]
+                if lock.acquire(timeout=wait_slice(deadline)):
                     return True
                 if deadline is not None and wait_slice(deadline) <= 0.0:
                     return self._settled
@@ -233,8 +233,10 @@ class CallWaiter:
             while not pipe.wait(_slice_ms(end)):
                 if time.monotonic() >= end:
                     _log.warning("a wake pipe's byte did not come: the pipe is set aside")
+                    self._wake = None
                     pipes.drop(pipe)
                     return
+        self._wake = None  # its byte is read: nobody writes to it any more
         pipes.give(pipe)
 
     def result(self) -> Any:
@@ -247,14 +249,14 @@ class CallWaiter:
 
 
 def _wake_up(wake: Union[WakePipe, LockType]) -> None:
-    if type(wake) is WakePipe:
+    if isinstance(wake, WakePipe):
         wake.post()
     else:
-        wake.release()  # type: ignore[union-attr]
+        wake.release()
 
 
 def _slice_ms(deadline: Optional[float]) -> int:
-    """The next poll() towards ``deadline``, in whole milliseconds rounded up (at most a second)."""
+    """The next wait on a wake pipe towards ``deadline``: whole milliseconds, rounded up, at most a second."""
     if deadline is None:
         return _WAKE_SLICE_MS
     left_ms = (deadline - time.monotonic()) * 1000.0

@@ -190,3 +190,15 @@ print("fds", len(os.listdir("/proc/self/fd")) - fds)
     lines = result.stdout.splitlines()
     assert lines[0].split()[0] == "interrupted" and float(lines[0].split()[1]) < 5, result.stdout
     assert lines[1] == "fds 0", result.stdout  # the pipe made meanwhile is closed again
+
+
+def test_finish_twice_gives_the_pipe_back_once(pipes: WakePipes) -> None:
+    waiter = CallWaiter(pipes)
+    threading.Timer(0.02, waiter.set_result, args=(1,)).start()
+    assert waiter.wait(time.monotonic() + WAIT_S)
+    waiter.finish()
+    waiter.finish()
+    first, second = pipes.take(), pipes.take()
+    assert first is not None and second is not None and first is not second
+    pipes.give(first)
+    pipes.give(second)
