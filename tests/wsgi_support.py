@@ -65,9 +65,18 @@ class WaitressServer:
         self._thread.start()
 
     def close(self) -> None:
-        self._server.close()
+        if self._thread.is_alive():
+            # Closed on the server's own thread: a descriptor closed under its select() from
+            # here is EBADF there, which ends its loop with the connections still open.
+            self._server.trigger.pull_trigger(self._close_on_loop)
+            self._thread.join(STOP_TIMEOUT_S)
         self._server.task_dispatcher.shutdown(cancel_pending=True, timeout=STOP_TIMEOUT_S)
-        self._thread.join(STOP_TIMEOUT_S)
+
+    def _close_on_loop(self) -> None:
+        for channel in list(self._server._map.values()):
+            if channel is not self._server and channel is not self._server.trigger:
+                channel.close()
+        self._server.close()  # the listener and the trigger: the loop ends with its map empty
 
     def __enter__(self) -> WaitressServer:
         return self
