@@ -114,7 +114,7 @@ class StdoutReader:
         on_end: called on the reader thread with the reason, once the stream ended
             (not when the transport is closing: close() reports then).
         hold_writes, release_writes: the writer's ``hold`` and ``release_hold``,
-            taken around every delivery of a chunk (see the module docstring).
+            taken around the delivery of a chunk of several messages (see the module docstring).
     """
 
     def __init__(

@@ -1,8 +1,9 @@
 """Writing to the child's stdin: in order, whole, and never blocking a caller.
 
 Theory of operation.  stdin is non-blocking, and one party at a time owns the
-writing (``_owner``): a caller, or the writer thread.  A frame goes on the
-wire in one of two ways, and which one never changes what the child reads:
+writing (``_owner``): a caller, the writer thread, or a reader holding it.  A
+frame goes on the wire in one of three ways, and which one never changes what
+the child reads:
 
 - the caller writes it itself, in one ``write()``, when nothing is queued,
   nobody owns the writing and the frame is at most ``PIPE_BUF`` bytes: the
@@ -17,9 +18,10 @@ wire in one of two ways, and which one never changes what the child reads:
   holds the writing (:meth:`StdinWriter.hold`): the callers it wakes queue
   their next requests, and it writes them all in one ``write()`` when it is
   done (:meth:`StdinWriter.release_hold`), so the child reads them with one
-  wake-up and answers them together (with sixteen callers on one CPU, about
-  a third of the time a call).  More than ``PIPE_BUF`` bytes go to the writer
-  thread instead.
+  wake-up and answers them together (sixteen callers on one CPU: one write
+  and one read of the child per sixteen calls).  More than ``PIPE_BUF`` bytes
+  go to the writer thread instead, and an interrupted write fails the
+  requests it carried (they are never written twice).
 
 A thread that writes twice in a row, no other thread writing in between,
 may be pipelining (``request()`` after ``request()``): only then is the
