@@ -17,10 +17,11 @@ goes back to the pool (no byte is ever left behind for the next waiter).  A
 call whose answer is in before it waits (the caller read it itself) takes no
 pipe.
 
-The pool keeps at most :data:`MAX_WAKE_PIPES` pipes (two descriptors each,
-close-on-exec); beyond that, off Linux, or when no descriptor is left, a call
-waits on a lock as before.  ``close()`` closes the idle pipes, and each pipe in
-use is closed when its call gives it back.
+The pool has at most :data:`MAX_WAKE_PIPES` pipes at once (two descriptors
+each, close-on-exec) and keeps at most :data:`MAX_IDLE_WAKE_PIPES` of them
+while they are not in use; beyond that, off Linux, or when no descriptor is
+left, a call waits on a lock as before.  ``close()`` closes the idle pipes,
+and each pipe in use is closed when its call gives it back.
 
 Thread-safety: :class:`WakePipes` may be used from any thread; a
 :class:`WakePipe` has one waiter and one waker at a time.
@@ -39,8 +40,11 @@ from ._logs import get_logger
 
 logger = get_logger(__name__)
 
-#: The most wake pipes a client keeps (each is two file descriptors).
+#: The most wake pipes a client has at once (each is two file descriptors).
 MAX_WAKE_PIPES = 32
+#: The most it keeps while they are not in use: a burst of waiting calls (a hung tool)
+#: leaves no more descriptors open than this once it is over.
+MAX_IDLE_WAKE_PIPES = 4
 
 #: Pipes whose byte never came, kept open for good (see WakePipes.drop).
 _SET_ASIDE: List[WakePipe] = []
@@ -128,7 +132,7 @@ class WakePipes:
     def give(self, pipe: WakePipe) -> None:
         """Back to the pool, its byte read (closed when the pool is)."""
         with self._lock:
-            if not self._closed:
+            if not self._closed and len(self._idle) < MAX_IDLE_WAKE_PIPES:
                 self._idle.append(pipe)
                 return
             self._all.discard(pipe)
@@ -158,4 +162,4 @@ class WakePipes:
             pipe.close()
 
 
-__all__ = ["MAX_WAKE_PIPES", "WakePipe", "WakePipes"]
+__all__ = ["MAX_IDLE_WAKE_PIPES", "MAX_WAKE_PIPES", "WakePipe", "WakePipes"]

@@ -14,7 +14,7 @@ import pytest
 
 from jsonrpc_threads import _settling, _wakeups
 from jsonrpc_threads._settling import CallWaiter
-from jsonrpc_threads._wakeups import MAX_WAKE_PIPES, WakePipes
+from jsonrpc_threads._wakeups import MAX_IDLE_WAKE_PIPES, MAX_WAKE_PIPES, WakePipes
 from jsonrpc_threads.errors import RequestTimeout
 
 WAIT_S = 10.0
@@ -50,9 +50,13 @@ def test_the_pool_reuses_idle_pipes_and_stops_at_its_limit(pipes: WakePipes) -> 
     assert first is not None
     pipes.give(first)
     assert pipes.take() is first
+    before = len(os.listdir("/proc/self/fd"))
     for pipe in taken:
         assert pipe is not None
         pipes.give(pipe)
+    # The burst is over: only a few stay open.
+    assert before - len(os.listdir("/proc/self/fd")) == 2 * (MAX_WAKE_PIPES - MAX_IDLE_WAKE_PIPES)
+    assert len(pipes._all) == MAX_IDLE_WAKE_PIPES
 
 
 def test_close_closes_idle_pipes_and_each_pipe_in_use_when_given_back() -> None:

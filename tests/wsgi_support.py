@@ -68,7 +68,10 @@ class WaitressServer:
         if self._thread.is_alive():
             # Closed on the server's own thread: a descriptor closed under its select() from
             # here is EBADF there, which ends its loop with the connections still open.
-            self._server.trigger.pull_trigger(self._close_on_loop)
+            try:
+                self._server.trigger.pull_trigger(self._close_on_loop)
+            except OSError:  # its trigger is gone already: close from here
+                self._server.close()
             self._thread.join(STOP_TIMEOUT_S)
         self._server.task_dispatcher.shutdown(cancel_pending=True, timeout=STOP_TIMEOUT_S)
 
