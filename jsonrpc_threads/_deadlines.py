@@ -14,6 +14,7 @@ Pure: no threads, no I/O.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -103,6 +104,18 @@ def wait_slice(deadline: Optional[float]) -> float:
     return min(MAX_WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))
 
 
+def wait_slice_ms(deadline: Optional[float], slice_ms: int) -> int:
+    """:func:`wait_slice` in whole milliseconds for ``poll()`` and socket timeouts: at most ``slice_ms``, rounded up."""
+    if deadline is None:
+        return slice_ms
+    left_ms = (deadline - time.monotonic()) * 1000.0
+    if left_ms >= slice_ms:
+        return slice_ms  # the usual case, in one comparison (this runs before every wait of a call)
+    if left_ms <= 0.0:
+        return 0
+    return math.ceil(left_ms)  # never before the deadline
+
+
 def passed(deadline: Optional[float]) -> bool:
     """True once ``deadline`` has passed (never for ``None``)."""
     return deadline is not None and time.monotonic() >= deadline
@@ -119,4 +132,5 @@ __all__ = [
     "passed",
     "time_left",
     "wait_slice",
+    "wait_slice_ms",
 ]

@@ -18,21 +18,18 @@ never loads it.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 
-from ._deadlines import wait_slice
+from ._deadlines import wait_slice, wait_slice_ms
 from ._logs import get_logger
-from ._wakeups import WakePipe
+from ._wakeups import WAIT_SLICE_MS, WakePipe
 from ._workers import waiting_for_answer
 
 _log = get_logger(__name__)
 
 #: finish(): the longest to wait for the byte of a settler that is on its way.
 WAKE_BYTE_WAIT_S = 1.0
-#: A caller asleep on a wake pipe looks at its waiter this often (a byte lost is a late wake-up, no hang).
-_WAKE_SLICE_MS = 1000
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -210,7 +207,7 @@ class CallWaiter:
 
     def _wait_on_pipe(self, pipe: WakePipe, deadline: Optional[float]) -> bool:
         while True:
-            if pipe.wait(_slice_ms(deadline)):
+            if pipe.wait(wait_slice_ms(deadline, WAIT_SLICE_MS)):
                 self._woken = True  # the byte is written after _settled is set
                 return True
             if self._settled:  # its byte is late: finish() reads it
@@ -230,7 +227,7 @@ class CallWaiter:
             return
         if not self._woken:
             end = time.monotonic() + WAKE_BYTE_WAIT_S
-            while not pipe.wait(_slice_ms(end)):
+            while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
                 if time.monotonic() >= end:
                     _log.warning("a wake pipe's byte did not come: the pipe is set aside")
                     self._wake = None
@@ -253,16 +250,6 @@ def _wake_up(wake: Union[WakePipe, LockType]) -> None:
         wake.post()
     else:
         wake.release()
-
-
-def _slice_ms(deadline: Optional[float]) -> int:
-    """The next wait on a wake pipe towards ``deadline``: whole milliseconds, rounded up, at most a second."""
-    if deadline is None:
-        return _WAKE_SLICE_MS
-    left_ms = (deadline - time.monotonic()) * 1000.0
-    if left_ms >= _WAKE_SLICE_MS:
-        return _WAKE_SLICE_MS
-    return max(0, math.ceil(left_ms))
 
 
 __all__ = ["CallWaiter", "deferred_callbacks", "settle_exception", "settle_result", "settling"]

@@ -50,8 +50,9 @@ MAX_IDLE_WAKE_PIPES = 4
 _SET_ASIDE: List[WakePipe] = []
 #: Where the receive timeout below is known to work as written (struct timeval as two longs).
 _USABLE = sys.platform.startswith("linux")
-#: The longest one wait on a wake pipe lasts before the waiter looks again.
-_WAIT_SLICE_MS = 1000
+#: The longest one wait on a wake pipe lasts before the waiter looks at its call again
+#: (a byte lost would be a late wake-up, never a hang).
+WAIT_SLICE_MS = 1000
 _yield_cpu = getattr(os, "sched_yield", None)
 
 
@@ -66,7 +67,7 @@ class WakePipe:
         self._receive_fd = self._receiver.fileno()
         self._timeout_ms = 0
         try:
-            self._set_timeout(_WAIT_SLICE_MS)
+            self._set_timeout(WAIT_SLICE_MS)
         except BaseException:
             self.close()
             raise
@@ -86,10 +87,10 @@ class WakePipe:
             _yield_cpu()
 
     def wait(self, timeout_ms: int) -> bool:
-        """Wait up to ``timeout_ms`` (at most :data:`_WAIT_SLICE_MS`) for the byte; True once it is read."""
+        """Wait up to ``timeout_ms`` (at most :data:`WAIT_SLICE_MS`) for the byte; True once it is read."""
         if timeout_ms <= 0:
             return False
-        timeout_ms = min(timeout_ms, _WAIT_SLICE_MS)
+        timeout_ms = min(timeout_ms, WAIT_SLICE_MS)
         if timeout_ms != self._timeout_ms:
             self._set_timeout(timeout_ms)
         try:
@@ -162,4 +163,4 @@ class WakePipes:
             pipe.close()
 
 
-__all__ = ["MAX_IDLE_WAKE_PIPES", "MAX_WAKE_PIPES", "WakePipe", "WakePipes"]
+__all__ = ["MAX_IDLE_WAKE_PIPES", "MAX_WAKE_PIPES", "WAIT_SLICE_MS", "WakePipe", "WakePipes"]

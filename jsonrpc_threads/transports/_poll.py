@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-import time
 from typing import Optional
+
+from .._deadlines import wait_slice_ms
 
 #: The longest a polling thread waits before it looks at its state again
 #: (for ``close()``, or a deadline that moved), in milliseconds.
@@ -14,15 +14,8 @@ POLL_SLICE_MS = 50
 
 
 def poll_timeout_ms(deadline: Optional[float], slice_ms: int = POLL_SLICE_MS) -> int:
-    """Milliseconds for the next ``poll()`` towards ``deadline``: at most ``slice_ms``, at least 0."""
-    if deadline is None:
-        return slice_ms
-    left_ms = (deadline - time.monotonic()) * 1000.0
-    if left_ms >= slice_ms:
-        return slice_ms  # the usual case, in one comparison (this runs before every poll of a call)
-    if left_ms <= 0.0:
-        return 0
-    return math.ceil(left_ms)
+    """Milliseconds for the next ``poll()`` towards ``deadline``: at most ``slice_ms``, at least 0, rounded up."""
+    return wait_slice_ms(deadline, slice_ms)
 
 
 def notify_all_waiting(condition: threading.Condition) -> None:
