@@ -57,6 +57,7 @@ import threading
 import time
 from typing import IO, Callable, Deque, List, Optional, Union
 
+from ..._deadlines import passed
 from ..._logs import get_logger
 from ...errors import MessageTooLarge, RequestId
 from ...framing import ContentLengthDecoder, FramingError, LineDecoder, Oversized
@@ -229,7 +230,13 @@ class StdoutReader:
             # a row) gives the baton back at once: wait for it.  Delivering several, it woke
             # other callers too: send the request into the writer's hold instead (written with
             # theirs) and sleep until the answer is delivered.
-            while self._owner == _READER and self._chunk_size <= 1 and self._end_reason is None and not self._closing:
+            while (
+                self._owner == _READER
+                and self._chunk_size <= 1
+                and self._end_reason is None
+                and not self._closing
+                and not passed(deadline)  # past it: declined, the request is sent and times out as usual
+            ):
                 self._cond.wait(POLL_SLICE_MS / 1000.0)
             if self._owner is not None or self._end_reason is not None or self._closing:
                 return False
