@@ -1,4 +1,4 @@
-"""Waking one blocked ``call()`` with the GIL let go: a client's pool of wake pipes.
+"""Waking one blocked ``call()`` with the GIL let go: the process's pool of wake pipes.
 
 Theory of operation.  A thread blocked in ``lock.acquire()`` is woken by
 ``release()``, which runs with the GIL held.  Where the waker and the woken
@@ -10,18 +10,22 @@ on: one switch there, one back when it blocks again.  With sixteen callers on
 one CPU that is the difference between three context switches a call and one.
 
 So a ``call()`` that has to wait for its answer takes a :class:`WakePipe` (a
-connected pair of sockets) from its client's :class:`WakePipes` and sleeps in
-one blocking ``read()`` (the socket's receive timeout bounds it); whoever
-settles it writes one byte, and the waiter reads that byte before the pipe
-goes back to the pool (no byte is ever left behind for the next waiter).  A
-call whose answer is in before it waits (the caller read it itself) takes no
-pipe.
+connected pair of sockets) from :data:`PROCESS_WAKE_PIPES` and sleeps in one
+blocking ``read()`` (the socket's receive timeout bounds it); whoever settles
+it writes one byte, and the waiter reads that byte before the pipe goes back
+to the pool (no byte is ever left behind for the next waiter).  A call whose
+answer is in before it waits (the caller read it itself) takes no pipe.
 
-The pool has at most :data:`MAX_WAKE_PIPES` pipes at once (two descriptors
-each, close-on-exec) and keeps at most :data:`MAX_IDLE_WAKE_PIPES` of them
-while they are not in use; beyond that, off Linux, or when no descriptor is
-left, a call waits on a lock as before.  ``close()`` closes the idle pipes,
-and each pipe in use is closed when its call gives it back.
+The pool is the process's, shared by every client: the descriptors it keeps
+do not grow with the number of clients (a registry of many servers).  It has
+at most :data:`MAX_WAKE_PIPES` pipes at once (two descriptors each,
+close-on-exec) and keeps at most :data:`MAX_IDLE_WAKE_PIPES` of them while
+they are not in use; beyond that, off Linux, or when no descriptor is left, a
+call waits on a lock as before.  Each client attaches itself when it is
+made (:meth:`~WakePipes.attach`) and detaches itself at ``close()``: once no
+client is left, the idle pipes are closed, and each pipe still in use is
+closed when its call gives it back, so a process whose clients are all
+closed holds none.  A forked child starts with an empty pool.
 
 Thread-safety: :class:`WakePipes` may be used from any thread; a
 :class:`WakePipe` has one waiter and one waker at a time.
@@ -34,16 +38,16 @@ import socket
 import struct
 import sys
 import threading
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 from ._logs import get_logger
 
 logger = get_logger(__name__)
 
-#: The most wake pipes a client has at once (each is two file descriptors).
-MAX_WAKE_PIPES = 32
+#: The most wake pipes the process has at once (each is two file descriptors).
+MAX_WAKE_PIPES = 64
 #: The most it keeps while they are not in use: a burst of waiting calls (a hung tool)
-#: leaves no more descriptors open than this once it is over.
+#: leaves no more descriptors open than this once it is over, however many clients.
 MAX_IDLE_WAKE_PIPES = 4
 
 #: Pipes whose byte never came, kept open for good (see WakePipes.drop).
@@ -104,20 +108,37 @@ class WakePipe:
 
 
 class WakePipes:
-    """A client's wake pipes: :meth:`take` one to wait on, :meth:`give` it back once its byte was read."""
+    """A pool of wake pipes: :meth:`take` one to wait on, :meth:`give` it back once its byte was read."""
 
     def __init__(self) -> None:
-        # _lock guards _idle, _all and _closed.
+        # _lock guards _idle, _all and _users.
         self._lock = threading.Lock()
         self._idle: List[WakePipe] = []
         self._all: Set[WakePipe] = set()  # idle and in use, for release_in_fork
-        self._closed = not _USABLE
+        self._users = 0  # clients attached: with none, no pipe is kept idle
+
+    def attach(self) -> None:
+        """A client that will take pipes from this pool (pair with :meth:`detach`)."""
+        with self._lock:
+            self._users += 1
+
+    def detach(self) -> None:
+        """A client closed: once none is attached, the idle pipes are closed (those in use when given back)."""
+        with self._lock:
+            self._users = max(0, self._users - 1)
+            if self._users:
+                return
+            idle, self._idle = self._idle, []
+            for pipe in idle:
+                self._all.discard(pipe)
+        for pipe in idle:
+            pipe.close()
 
     def take(self) -> Optional[WakePipe]:
-        """An idle pipe, a new one, or None (closed, at the limit, or out of descriptors: wait on a lock)."""
+        """An idle pipe, a new one, or None (off Linux, at the limit, or out of descriptors: wait on a lock)."""
+        if not _USABLE:
+            return None
         with self._lock:
-            if self._closed:
-                return None
             if self._idle:
                 return self._idle.pop()
             if len(self._all) >= MAX_WAKE_PIPES:
@@ -131,9 +152,9 @@ class WakePipes:
             return pipe
 
     def give(self, pipe: WakePipe) -> None:
-        """Back to the pool, its byte read (closed when the pool is)."""
+        """Back to the pool, its byte read (closed when the pool keeps enough idle, or has no client left)."""
         with self._lock:
-            if not self._closed and len(self._idle) < MAX_IDLE_WAKE_PIPES:
+            if self._users and len(self._idle) < MAX_IDLE_WAKE_PIPES:
                 self._idle.append(pipe)
                 return
             self._all.discard(pipe)
@@ -145,22 +166,25 @@ class WakePipes:
             self._all.discard(pipe)
         _SET_ASIDE.append(pipe)  # kept alive: the garbage collector would close it
 
-    def close(self) -> None:
-        """Close the idle pipes; those in use are closed when given back.  Idempotent."""
+    def counts(self) -> Tuple[int, int]:
+        """(pipes open, of which idle): a snapshot, for tests and diagnostics."""
         with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            for pipe in idle:
-                self._all.discard(pipe)
-        for pipe in idle:
-            pipe.close()
+            return len(self._all), len(self._idle)
 
     def release_in_fork(self) -> None:
-        """In a forked child: close this process's copies of every pipe, taking no lock."""
-        self._closed = True
-        pipes, self._all, self._idle = list(self._all), set(), []
+        """In a forked child: close this process's copies of every pipe and start empty, taking no lock."""
+        pipes = list(self._all)
+        self._lock = threading.Lock()  # a thread of the parent may have held the old one
+        self._all, self._idle, self._users = set(), [], 0
         for pipe in pipes:
             pipe.close()
 
 
-__all__ = ["MAX_IDLE_WAKE_PIPES", "MAX_WAKE_PIPES", "WAIT_SLICE_MS", "WakePipe", "WakePipes"]
+#: The process's wake pipes, shared by every client.
+PROCESS_WAKE_PIPES = WakePipes()
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=PROCESS_WAKE_PIPES.release_in_fork)
+
+
+__all__ = ["MAX_IDLE_WAKE_PIPES", "MAX_WAKE_PIPES", "PROCESS_WAKE_PIPES", "WAIT_SLICE_MS", "WakePipe", "WakePipes"]

@@ -55,7 +55,7 @@ from ._logs import get_logger
 from ._pending import Pending, PendingTable, fresh_error
 from ._scheduler import Scheduler, default_scheduler
 from ._settling import CallWaiter, settle_exception
-from ._wakeups import WakePipes
+from ._wakeups import PROCESS_WAKE_PIPES
 from ._workers import DrainQueue, PoolClosed, SerialLane, WorkerPool, current_worker
 from .batch import Batch, BatchItem
 from .cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
@@ -155,11 +155,13 @@ class JsonRpcClient(Closing):
         # request() deadlines: one timer per timeout value (see _expiry), expired in batches.
         self._deadlines = DeadlineLanes(self._scheduler, self._expire_many, self._table.__contains__)
         self._counts = Counts()  # observe.py: timeouts, cancels, errors (stats())
-        self._wake_pipes = WakePipes()  # what a call() that waits for its answer sleeps on
         self._observer: Optional[Observer] = None  # observe.py: wire trace, close listeners
+        self._wake_pipes = PROCESS_WAKE_PIPES  # what a call() that waits for its answer sleeps on
+        self._wake_pipes.attach()
         try:
             transport.start(self)
         except BaseException:
+            self._wake_pipes.detach()
             self._shutdown_workers(0.0)
             raise
 
@@ -411,7 +413,7 @@ class JsonRpcClient(Closing):
         try:
             self._table.close(TransportClosed("Client closed"))
             self._deadlines.close()
-            self._wake_pipes.close()
+            self._wake_pipes.detach()
             try:
                 self._transport.close()
             finally:
@@ -426,8 +428,10 @@ class JsonRpcClient(Closing):
         )
 
     def _release_in_fork(self) -> None:
-        """close() in a forked process: no lock taken (a thread of the parent may have held one)."""
-        self._wake_pipes.release_in_fork()
+        """close() in a forked process: no lock taken (a thread of the parent may have held one).
+
+        The wake pipes were let go by their own fork hook (the pool is the process's).
+        """
         release = self._capabilities.release_in_fork
         if release is not None:
             release()

@@ -17,6 +17,8 @@ from jsonrpc_threads._settling import CallWaiter
 from jsonrpc_threads._wakeups import MAX_IDLE_WAKE_PIPES, MAX_WAKE_PIPES, WakePipes
 from jsonrpc_threads.errors import RequestTimeout
 
+from .conftest import peer_command
+
 WAIT_S = 10.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,10 +28,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="wa
 @pytest.fixture
 def pipes() -> Iterator[WakePipes]:
     pool = WakePipes()
+    pool.attach()
     try:
         yield pool
     finally:
-        pool.close()
+        pool.detach()
 
 
 def test_a_posted_byte_wakes_the_waiter_once(pipes: WakePipes) -> None:
@@ -56,22 +59,30 @@ def test_the_pool_reuses_idle_pipes_and_stops_at_its_limit(pipes: WakePipes) -> 
         pipes.give(pipe)
     # The burst is over: only a few stay open.
     assert before - len(os.listdir("/proc/self/fd")) == 2 * (MAX_WAKE_PIPES - MAX_IDLE_WAKE_PIPES)
-    assert len(pipes._all) == MAX_IDLE_WAKE_PIPES
+    assert pipes.counts() == (MAX_IDLE_WAKE_PIPES, MAX_IDLE_WAKE_PIPES)
 
 
-def test_close_closes_idle_pipes_and_each_pipe_in_use_when_given_back() -> None:
+def test_the_last_client_detaching_closes_idle_pipes_and_each_pipe_in_use_when_given_back() -> None:
     before = len(os.listdir("/proc/self/fd"))
     pool = WakePipes()
+    pool.attach()
+    pool.attach()  # two clients
     idle, in_use = pool.take(), pool.take()
     assert idle is not None and in_use is not None
     pool.give(idle)
     assert len(os.listdir("/proc/self/fd")) == before + 4
-    pool.close()
+    pool.detach()  # one client is left: the idle pipe stays
+    assert pool.counts() == (2, 1)
+    pool.detach()  # none is left
     assert len(os.listdir("/proc/self/fd")) == before + 2
-    assert pool.take() is None
     pool.give(in_use)
     assert len(os.listdir("/proc/self/fd")) == before
-    pool.close()  # idempotent
+    assert pool.counts() == (0, 0)
+    pool.detach()  # one too many: harmless
+    again = pool.take()  # a client made later gets pipes again
+    assert again is not None
+    pool.give(again)  # nobody attached: closed at once
+    assert len(os.listdir("/proc/self/fd")) == before
 
 
 def test_a_waiter_settled_before_it_waits_takes_no_pipe(pipes: WakePipes) -> None:
@@ -80,7 +91,7 @@ def test_a_waiter_settled_before_it_waits_takes_no_pipe(pipes: WakePipes) -> Non
     assert waiter.wait(time.monotonic() + WAIT_S)
     waiter.finish()
     assert waiter.result() == 5
-    assert not pipes._all  # none was made
+    assert pipes.counts() == (0, 0)  # none was made
 
 
 def test_a_waiter_sleeping_on_a_pipe_is_woken_by_the_settle(pipes: WakePipes) -> None:
@@ -173,7 +184,7 @@ sys.path.insert(0, {str(REPO_ROOT)!r})
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from jsonrpc_threads._settling import CallWaiter
 from jsonrpc_threads._wakeups import WakePipes
-pipes = WakePipes()
+pipes = WakePipes()  # no client attached: a pipe given back is closed
 fds = len(os.listdir("/proc/self/fd"))
 waiter = CallWaiter(pipes)
 main = threading.main_thread().ident
@@ -186,7 +197,6 @@ except KeyboardInterrupt:
     print("interrupted", round(time.monotonic() - start, 1))
 waiter.set_exception(RuntimeError("interrupted"))  # what call() does: the request is settled
 waiter.finish()
-pipes.close()
 print("fds", len(os.listdir("/proc/self/fd")) - fds)
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
@@ -206,3 +216,67 @@ def test_finish_twice_gives_the_pipe_back_once(pipes: WakePipes) -> None:
     assert first is not None and second is not None and first is not second
     pipes.give(first)
     pipes.give(second)
+
+
+_CLIENTS_SHARE_ONE_POOL_SCRIPT = """
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+from jsonrpc_threads import JsonRpcClient, StdioTransport
+from jsonrpc_threads._wakeups import MAX_IDLE_WAKE_PIPES, PROCESS_WAKE_PIPES
+
+def fds():
+    return len(os.listdir("/proc/self/fd"))
+
+def waiting_calls(client, threads=8):
+    # Each call waits a moment for its answer, so each takes a wake pipe.
+    answers = []
+    def one(n):
+        answers.append(client.call("sleep", {"seconds": 0.05, "result": n}, timeout=10))
+    workers = [threading.Thread(target=one, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert sorted(answers) == list(range(threads)), answers
+
+start = fds()
+clients = [JsonRpcClient(StdioTransport(sys.argv[2:])) for _ in range(3)]
+with_clients = fds()
+for client in clients:
+    waiting_calls(client)
+opened, idle = PROCESS_WAKE_PIPES.counts()
+# However many clients waited, the process keeps a few pipes idle, not a few per client.
+assert opened == idle <= MAX_IDLE_WAKE_PIPES, (opened, idle)
+assert fds() - with_clients == 2 * idle
+print("idle", idle)
+clients[0].close()
+assert PROCESS_WAKE_PIPES.counts() == (opened, idle)  # two clients still use them
+clients[1].close()
+if os.fork() == 0:  # a forked child starts with an empty pool of its own
+    ok = PROCESS_WAKE_PIPES.counts() == (0, 0)
+    with JsonRpcClient(StdioTransport(sys.argv[2:])) as child_client:
+        waiting_calls(child_client, threads=4)
+    ok = ok and PROCESS_WAKE_PIPES.counts() == (0, 0)
+    os._exit(0 if ok else 1)
+pid, status = os.waitpid(-1, 0)
+print("child", os.waitstatus_to_exitcode(status))
+assert PROCESS_WAKE_PIPES.counts() == (opened, idle)  # the child closed only its copies
+clients[2].close()
+print("left", PROCESS_WAKE_PIPES.counts(), fds() - start)
+"""
+
+
+def test_clients_share_the_process_pool_and_closing_the_last_leaves_no_pipe() -> None:
+    # A registry of many servers keeps a few idle pipes in all, and none once every client is closed.
+    result = subprocess.run(
+        [sys.executable, "-c", _CLIENTS_SHARE_ONE_POOL_SCRIPT, str(REPO_ROOT), *peer_command("stdio_peer")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert 0 < int(lines[0].split()[1]) <= MAX_IDLE_WAKE_PIPES, result.stdout  # they did wait on pipes
+    assert lines[1] == "child 0", result.stdout
+    assert lines[2] == "left (0, 0) 0", result.stdout
