@@ -796,6 +796,46 @@ def test_what_requests_adds_to_a_request_is_kept(peer: HttpPeer) -> None:
     assert auth.statuses == [200, 200, 200]  # the response hook the auth registered ran for each answer
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
+def test_a_compressed_answer_is_decoded(peer: HttpPeer, content_type: str, chunked: bool) -> None:
+    # Bodies without a Content-Encoding are read undecoded (cheaper); a gzip one still is decoded.
+    message = '{"jsonrpc": "2.0", "id": {id}, "result": "unzipped"}'
+    chunks = [message] if content_type == "application/json" else ["event: message\ndata: " + message + "\n\n"]
+    raw = {"content_type": content_type, "chunks": chunks, "chunked": chunked, "gzip": True}
+    with make_client(peer.url) as client:
+        assert client.call("raw_answer", raw, timeout=WAIT_S) == "unzipped"
+        assert client.call("echo", [1], timeout=WAIT_S) == [1]  # the connection is fine for the next
+
+
+class _CookieReadingAuth(requests.auth.AuthBase):
+    """A response hook that reads the answer's own cookie jar."""
+
+    def __init__(self) -> None:
+        self.seen: List[Dict[str, str]] = []
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.register_hook("response", self._seen)
+        return request
+
+    def _seen(self, response: requests.Response, **settings: Any) -> requests.Response:
+        self.seen.append(response.cookies.get_dict())
+        return response
+
+
+def test_an_answer_cookie_jar_holds_what_the_server_set(peer: HttpPeer) -> None:
+    # The jar of each answer is made only when read: what it holds is what requests would put in it.
+    auth = _CookieReadingAuth()
+    set_cookie = {
+        "headers": {"Set-Cookie": "sticky=node-9; Path=/"},
+        "chunks": ['{"jsonrpc": "2.0", "id": {id}, "result": 1}'],
+    }
+    with make_client(peer.url, auth=auth) as client:
+        assert client.call("raw_answer", set_cookie, timeout=WAIT_S) == 1
+        assert client.call("echo", [2], timeout=WAIT_S) == [2]
+    assert auth.seen == [{"sticky": "node-9"}, {}]
+
+
 def test_credentials_in_the_url_become_basic_auth(peer: HttpPeer) -> None:
     url = peer.url.replace("127.0.0.1", "ann:pa55@127.0.0.1")
     with make_client(url) as client:

@@ -75,10 +75,12 @@ Methods (result in parentheses), as the stdio peer where they make sense:
   with an id of the wrong type: "1" for 1, true, 1.0)
 - ``raw_answer`` (always answered by itself, whatever the mode): ``{"status": 200,
   "content_type": "application/json", "headers": {}, "chunks": [str], "repeat": 1,
-  "chunked": true, "content_length": null, "interval": 0, "then": "end"}``.  Writes
-  the chunks (``{id}`` in them replaced by the request's id as JSON) ``repeat``
-  times, as chunked transfer unless ``chunked`` is false (then with ``Content-Length``:
-  ``content_length`` if given, else the true length), ``interval`` seconds apart
+  "chunked": true, "content_length": null, "interval": 0, "then": "end", "gzip":
+  false}``.  Writes the chunks (``{id}`` in them replaced by the request's id as
+  JSON) ``repeat`` times (with ``gzip``: all of them compressed, as one chunk, with
+  ``Content-Encoding: gzip``), as chunked transfer unless ``chunked`` is false
+  (then with ``Content-Length``: ``content_length`` if given, else the true
+  length), ``interval`` seconds apart
   (a slowloris body: a few bytes at a time, never done), then ``then``: ``end``,
   ``stall`` (holds the connection, body unfinished, until the server shuts
   down) or ``reset`` (drops the connection)
@@ -91,6 +93,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import itertools
 import json
 import os
@@ -181,6 +184,9 @@ class _StreamedAnswer(Exception):
         marker = json.dumps(request_id)
         chunks = [str(chunk).replace("{id}", marker).encode("utf-8") for chunk in params.get("chunks", [])]
         self.chunks = chunks * int(params.get("repeat", 1))
+        if params.get("gzip"):  # the whole body compressed, sent as one chunk
+            self.chunks = [gzip.compress(b"".join(self.chunks))]
+            self.headers["Content-Encoding"] = "gzip"
         self.chunked = bool(params.get("chunked", True))
         length = params.get("content_length")
         self.content_length = int(length) if length is not None else sum(len(chunk) for chunk in self.chunks)

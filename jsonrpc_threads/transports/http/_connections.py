@@ -40,8 +40,10 @@ from typing import Any, Dict, Optional, Protocol, Tuple, Type, Union
 import requests
 import requests.adapters
 import requests.auth
+import requests.cookies
 import requests.utils
 import urllib3
+from requests.structures import CaseInsensitiveDict
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import ConnectionPool, HTTPConnectionPool, HTTPSConnectionPool
 
@@ -235,6 +237,34 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
     return {"http": _Pool, "https": _TlsPool}
 
 
+class _Answer(requests.Response):
+    """A ``requests.Response`` whose cookie jar is made, from the answer's ``Set-Cookie``, when first read.
+
+    ``requests`` builds a jar and parses the answer's cookies into it for
+    every response, a twentieth of a loopback round trip; most answers set no
+    cookie and nobody reads the jar (the session's own jar gets the cookies
+    either way, see :mod:`._direct`).
+    """
+
+    @property
+    def cookies(self) -> requests.cookies.RequestsCookieJar:
+        jar: Optional[requests.cookies.RequestsCookieJar] = self.__dict__.get("_jar")
+        if jar is None:
+            jar = requests.cookies.cookiejar_from_dict({})  # type: ignore[no-untyped-call]
+            if self.raw is not None and self.request is not None:
+                requests.cookies.extract_cookies_to_jar(jar, self.request, self.raw)  # type: ignore[no-untyped-call]
+            self.__dict__["_jar"] = jar
+        return jar
+
+    @cookies.setter
+    def cookies(self, jar: requests.cookies.RequestsCookieJar) -> None:
+        self.__dict__["_jar"] = jar
+
+
+#: What a fresh ``requests.Response`` holds, but its cookie jar (and its list of redirects, made anew each time).
+_FRESH_ANSWER = {name: value for name, value in vars(requests.Response()).items() if name not in ("cookies", "history")}
+
+
 class _Adapter(requests.adapters.HTTPAdapter):
     """An adapter over our pool classes; never retries, never redirects; remembers its pool per URL."""
 
@@ -261,6 +291,21 @@ class _Adapter(requests.adapters.HTTPAdapter):
                 self._pools.clear()
             self._pools[key] = pool
         return pool
+
+    def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
+        """What ``HTTPAdapter.build_response`` makes, with the cookie jar left until it is read (:class:`_Answer`)."""
+        response = _Answer.__new__(_Answer)
+        response.__dict__.update(_FRESH_ANSWER)
+        response.history = []
+        response.status_code = resp.status
+        response.headers = CaseInsensitiveDict(resp.headers)
+        response.encoding = requests.utils.get_encoding_from_headers(response.headers)
+        response.raw = resp
+        response.reason = resp.reason
+        response.url = req.url.decode("utf-8") if isinstance(req.url, bytes) else req.url  # type: ignore[assignment]
+        response.request = req
+        response.connection = self
+        return response
 
     def close(self) -> None:
         self._pools.clear()

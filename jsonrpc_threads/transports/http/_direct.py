@@ -27,12 +27,13 @@ adds the proxy's credentials: :meth:`DirectSender.prepare` returns ``None``
 for it and the caller takes the general path.
 
 Thread-safety: any number of threads may send at once (the adapter's pools
-are thread-safe; the cached URLs are written once per URL, idempotently).
+are thread-safe; the cached URLs are written once per URL, idempotently, and
+the remembered valid header fields only ever grow, to a bound).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Set, Tuple
 
 import requests
 import requests.cookies
@@ -40,8 +41,12 @@ import requests.hooks
 import requests.utils
 from requests.structures import CaseInsensitiveDict
 
+from ._redact import is_secret_header
+
 #: How many distinct URLs keep a prepared form (the endpoint, the legacy POST URL, a few more).
 _MAX_CACHED_URLS = 16
+#: How many header fields are remembered as valid (a header provider may vary its values).
+_MAX_VALID_HEADERS = 256
 
 
 class DirectSender:
@@ -57,7 +62,10 @@ class DirectSender:
         self._session = session
         # requests' own defaults (User-Agent, Accept-Encoding, Accept, Connection): valid by construction.
         self._default_headers = [header for header in session.headers.items() if header[1] is not None]
-        self._urls: Dict[str, Optional[str]] = {}  # URL -> prepared URL, or None when a proxy serves it
+        # URL -> (prepared URL, whether it holds credentials), or None when a proxy serves it.
+        self._urls: Dict[str, Optional[Tuple[str, bool]]] = {}
+        # Header fields already found valid (the same few go out with every request), credentials aside.
+        self._valid_headers: Set[Tuple[str, str]] = set()
 
     def prepare(
         self, method: str, url: str, headers: Dict[str, str], data: Optional[bytes]
@@ -70,19 +78,24 @@ class DirectSender:
             requests.RequestException: a header ``requests`` refuses
                 (``InvalidHeader``); an exception from the ``auth`` hook as is.
         """
-        prepared_url = self._prepared_url(url)
-        if prepared_url is None:
+        known = self._prepared_url(url)
+        if known is None:
             return None
+        prepared_url, url_credentials = known
         session = self._session
         request = requests.PreparedRequest()
         request.method = method
         request.url = prepared_url
         checked: CaseInsensitiveDict[Any] = CaseInsensitiveDict(self._default_headers)
+        valid = self._valid_headers
         for header in headers.items():
             if header[1] is None:  # as in requests: None removes a default
                 checked.pop(header[0], None)
                 continue
-            requests.utils.check_header_validity(header)  # InvalidHeader, as requests raises it
+            if header not in valid:
+                requests.utils.check_header_validity(header)  # InvalidHeader, as requests raises it
+                if len(valid) < _MAX_VALID_HEADERS and not is_secret_header(header[0]):
+                    valid.add(header)  # a credential is checked each time, never kept here
             checked[header[0]] = header[1]
         request.headers = checked
         request.body = data
@@ -92,9 +105,11 @@ class DirectSender:
             checked["Content-Length"] = "0"
         if len(session.cookies):
             request.prepare_cookies(session.cookies)
-        request.prepare_auth(session.auth, prepared_url)  # may register response hooks
+        if session.auth is not None or url_credentials:
+            request.prepare_auth(session.auth, prepared_url)  # may register response hooks
         for event, hooks in session.hooks.items():
-            request.register_hook(event, hooks)  # type: ignore[no-untyped-call]
+            if hooks:
+                request.register_hook(event, hooks)  # type: ignore[no-untyped-call]
         return request
 
     def send(self, request: requests.PreparedRequest, timeout: Tuple[float, float]) -> requests.Response:
@@ -121,19 +136,18 @@ class DirectSender:
             requests.cookies.extract_cookies_to_jar(session.cookies, request, response.raw)  # type: ignore[no-untyped-call]
         return response
 
-    def _prepared_url(self, url: str) -> Optional[str]:
+    def _prepared_url(self, url: str) -> Optional[Tuple[str, bool]]:
         try:
             return self._urls[url]
         except KeyError:
             pass
         session = self._session
-        prepared: Optional[str]
-        if requests.utils.select_proxy(url, session.proxies) is not None:
-            prepared = None
-        else:
+        prepared: Optional[Tuple[str, bool]] = None
+        if requests.utils.select_proxy(url, session.proxies) is None:
             request = requests.PreparedRequest()
             request.prepare_url(url, None)
-            prepared = request.url
+            assert request.url is not None  # prepare_url() sets it or raises
+            prepared = (request.url, any(requests.utils.get_auth_from_url(request.url)))
         if len(self._urls) < _MAX_CACHED_URLS:
             self._urls[url] = prepared
         return prepared

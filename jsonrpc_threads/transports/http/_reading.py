@@ -39,6 +39,8 @@ def body_chunks(response: requests.Response, exchange: Exchange) -> Iterator[byt
     raw: Any = response.raw
     read1 = getattr(raw, "read1", None)
     bound = exchange.deadline is not None
+    # Without a Content-Encoding there is nothing to decode: urllib3 skips its decoder's buffers.
+    decode = "Content-Encoding" in response.headers
     if read1 is None or getattr(raw, "chunked", False):
         # Chunked transfer: each HTTP chunk is yielded as soon as it is read.
         chunks = response.iter_content(CHUNK_BYTES)
@@ -52,7 +54,7 @@ def body_chunks(response: requests.Response, exchange: Exchange) -> Iterator[byt
     while True:
         if bound:
             exchange.bound_next_read(response)
-        data = read1(CHUNK_BYTES, decode_content=True)
+        data = read1(CHUNK_BYTES, decode_content=decode)
         if not data:
             return
         yield data
