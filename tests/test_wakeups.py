@@ -17,7 +17,7 @@ from jsonrpc_threads._settling import CallWaiter
 from jsonrpc_threads._wakeups import MAX_IDLE_WAKE_PIPES, MAX_WAKE_PIPES, WakePipes
 from jsonrpc_threads.errors import RequestTimeout
 
-from .conftest import peer_command
+from .forking import run_script
 
 WAIT_S = 10.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -219,8 +219,6 @@ def test_finish_twice_gives_the_pipe_back_once(pipes: WakePipes) -> None:
 
 
 _CLIENTS_SHARE_ONE_POOL_SCRIPT = """
-import os, sys, threading
-sys.path.insert(0, sys.argv[1])
 from jsonrpc_threads import JsonRpcClient, StdioTransport
 from jsonrpc_threads._wakeups import MAX_IDLE_WAKE_PIPES, PROCESS_WAKE_PIPES
 
@@ -240,7 +238,7 @@ def waiting_calls(client, threads=8):
     assert sorted(answers) == list(range(threads)), answers
 
 start = fds()
-clients = [JsonRpcClient(StdioTransport(sys.argv[2:])) for _ in range(3)]
+clients = [JsonRpcClient(StdioTransport(PEER)) for _ in range(3)]
 with_clients = fds()
 for client in clients:
     waiting_calls(client)
@@ -254,7 +252,7 @@ assert PROCESS_WAKE_PIPES.counts() == (opened, idle)  # two clients still use th
 clients[1].close()
 if os.fork() == 0:  # a forked child starts with an empty pool of its own
     ok = PROCESS_WAKE_PIPES.counts() == (0, 0)
-    with JsonRpcClient(StdioTransport(sys.argv[2:])) as child_client:
+    with JsonRpcClient(StdioTransport(PEER)) as child_client:
         waiting_calls(child_client, threads=4)
     ok = ok and PROCESS_WAKE_PIPES.counts() == (0, 0)
     os._exit(0 if ok else 1)
@@ -268,15 +266,7 @@ print("left", PROCESS_WAKE_PIPES.counts(), fds() - start)
 
 def test_clients_share_the_process_pool_and_closing_the_last_leaves_no_pipe() -> None:
     # A registry of many servers keeps a few idle pipes in all, and none once every client is closed.
-    result = subprocess.run(
-        [sys.executable, "-c", _CLIENTS_SHARE_ONE_POOL_SCRIPT, str(REPO_ROOT), *peer_command("stdio_peer")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    assert 0 < int(lines[0].split()[1]) <= MAX_IDLE_WAKE_PIPES, result.stdout  # they did wait on pipes
-    assert lines[1] == "child 0", result.stdout
-    assert lines[2] == "left (0, 0) 0", result.stdout
+    lines = run_script("", _CLIENTS_SHARE_ONE_POOL_SCRIPT, timeout=120)
+    assert 0 < int(lines[0].split()[1]) <= MAX_IDLE_WAKE_PIPES, lines  # they did wait on pipes
+    assert lines[1] == "child 0", lines
+    assert lines[2] == "left (0, 0) 0", lines
