@@ -250,13 +250,17 @@ print("idle", idle)
 clients[0].close()
 assert PROCESS_WAKE_PIPES.counts() == (opened, idle)  # two clients still use them
 clients[1].close()
-if os.fork() == 0:  # a forked child starts with an empty pool of its own
-    ok = PROCESS_WAKE_PIPES.counts() == (0, 0)
-    with JsonRpcClient(StdioTransport(PEER)) as child_client:
-        waiting_calls(child_client, threads=4)
-    ok = ok and PROCESS_WAKE_PIPES.counts() == (0, 0)
-    os._exit(0 if ok else 1)
-pid, status = os.waitpid(-1, 0)
+child = os.fork()
+if child == 0:  # a forked child starts with an empty pool of its own
+    ok = False
+    try:
+        ok = PROCESS_WAKE_PIPES.counts() == (0, 0)
+        with JsonRpcClient(StdioTransport(PEER)) as child_client:
+            waiting_calls(child_client, threads=4)
+        ok = ok and PROCESS_WAKE_PIPES.counts() == (0, 0)
+    finally:
+        os._exit(0 if ok else 1)
+_, status = os.waitpid(child, 0)
 print("child", os.waitstatus_to_exitcode(status))
 assert PROCESS_WAKE_PIPES.counts() == (opened, idle)  # the child closed only its copies
 clients[2].close()
