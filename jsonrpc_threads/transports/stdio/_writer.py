@@ -262,10 +262,7 @@ class StdinWriter:
             self._fail_requests(_ids_of(frames), self._closed_error("Interrupted while its request was being written"))
             raise
         if failure is not None:  # other callers' frames: their requests fail now, not at their deadlines
-            self._fail_queued(include_in_flight=True)
-            error = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
-            error.__cause__ = failure
-            self._fail_requests(_ids_of(frames), error)
+            self._fail_requests(_ids_of(frames), self._write_failed(failure))
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
         """Drop the still queued frames of these requests (not those being written)."""
@@ -350,10 +347,17 @@ class StdinWriter:
         """One atomic write by the caller; handed to the writer thread when the pipe is full."""
         failure = self._write_owned(frame, request_ids)
         if failure is not None:
-            self._fail_queued(include_in_flight=True)
-            closed = self._failed_error(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
-            closed.__cause__ = failure
-            raise closed
+            raise self._write_failed(failure)
+
+    def _write_failed(self, failure: OSError) -> TransportClosed:
+        """After a write of ours failed: fail what is queued; the error for the requests that write carried."""
+        self._fail_queued(include_in_flight=True)
+        error = self._failed_error(self._failure_text(failure))
+        error.__cause__ = failure
+        return error
+
+    def _failure_text(self, cause: object) -> str:
+        return f"Write to {self._label} (pid {self._pid}) failed: {cause}"
 
     def _write_owned(
         self, data: bytes, request_ids: Sequence[RequestId], frames: Optional[List[_Frame]] = None
@@ -382,7 +386,7 @@ class StdinWriter:
             with self._lock:
                 if failure is not None:
                     self._failed = self._error is None
-                    self._break_locked(f"Write to {self._label} (pid {self._pid}) failed: {failure}")
+                    self._break_locked(self._failure_text(failure))
                 elif completed and not written and self._error is None:
                     if frames is None:
                         self._queue.appendleft(_Frame(data, request_ids))
@@ -464,7 +468,7 @@ class StdinWriter:
             self._queue.extend(kept)
             self._queued_bytes = sum(len(frame.data) - frame.offset for frame in self._queue)
             self._cond.notify_all()
-        ids: List[RequestId] = [rid for frame in frames for rid in frame.request_ids]
+        ids = _ids_of(frames)
         if ids:
             self._fail_requests(ids, (self._failed_error if failed else self._closed_error)(reason))
 
@@ -547,7 +551,7 @@ class StdinWriter:
             except OSError as exc:
                 if exc.errno == errno.EINTR:
                     continue
-                return f"Write to {self._label} (pid {self._pid}) failed: {exc}"
+                return self._failure_text(exc)
         return None
 
 
