@@ -27,6 +27,16 @@ client is left, the idle pipes are closed, and each pipe still in use is
 closed when its call gives it back, so a process whose clients are all
 closed holds none.  A forked child starts with an empty pool.
 
+Waking many at once.  After its byte, :meth:`WakePipe.post` yields the CPU, so
+that a woken caller that shares it takes the GIL and runs now.  A thread that
+delivers a chunk of answers on a process confined to one CPU (what
+``taskset -c 0`` does) wakes its callers without yielding between them
+(:func:`defer_yields`) and yields once at the end (:func:`yield_deferred`):
+each caller then runs up to its next wait in turn, one context switch each,
+instead of two (there and back to the deliverer) per answer.  On more CPUs
+the woken callers would run beside the deliverer and wait for its GIL, so
+there each wake-up still yields.
+
 Thread-safety: :class:`WakePipes` may be used from any thread; a
 :class:`WakePipe` has one waiter and one waker at a time.
 """
@@ -38,6 +48,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from typing import List, Optional, Set, Tuple
 
 from ._logs import get_logger
@@ -58,6 +69,46 @@ _USABLE = sys.platform.startswith("linux")
 #: (a byte lost would be a late wake-up, never a hang).
 WAIT_SLICE_MS = 1000
 _yield_cpu = getattr(os, "sched_yield", None)
+#: How long a look at the process's CPU affinity is trusted (it may change while running).
+AFFINITY_RECHECK_S = 1.0
+#: ``_deferring.active``: this thread's wake-ups do not yield (see defer_yields).
+_deferring = threading.local()
+_one_cpu = [False, 0.0]  # confined to one CPU; when to look again (a race only repeats the look)
+
+
+def _confined_to_one_cpu() -> bool:
+    """True when this process may run on one CPU only (looked at again every AFFINITY_RECHECK_S)."""
+    now = time.monotonic()
+    if now >= _one_cpu[1]:
+        get_affinity = getattr(os, "sched_getaffinity", None)
+        _one_cpu[0] = get_affinity is not None and len(get_affinity(0)) == 1
+        _one_cpu[1] = now + AFFINITY_RECHECK_S
+    return bool(_one_cpu[0])
+
+
+def defer_yields() -> bool:
+    """Before waking many callers at once: on one CPU, this thread's wake-ups stop yielding.
+
+    Returns True when they were deferred; pair it with :func:`yield_deferred`
+    (in a ``finally``), which yields once for all of them.  Never raises.
+    """
+    if _yield_cpu is None or getattr(_deferring, "active", False):
+        return False
+    try:
+        confined = _confined_to_one_cpu()
+    except OSError:  # affinity unknown: yield per wake-up, as usual
+        return False
+    if confined:
+        _deferring.active = True
+    return confined
+
+
+def yield_deferred(deferred: bool) -> None:
+    """After the wake-ups of :func:`defer_yields` (given what it returned): yield the CPU once."""
+    if deferred:
+        _deferring.active = False
+        if _yield_cpu is not None:
+            _yield_cpu()
 
 
 class WakePipe:
@@ -85,7 +136,7 @@ class WakePipe:
     def post(self) -> None:
         """Wake the waiter (the GIL is let go for the write), then let it run before the waker goes on."""
         os.write(self._send_fd, b"\x01")
-        if _yield_cpu is not None:
+        if _yield_cpu is not None and not getattr(_deferring, "active", False):
             # Where both share a CPU: the woken caller takes the GIL and runs now (up to its
             # next wait) instead of waking later only to find the GIL taken.
             _yield_cpu()
@@ -187,4 +238,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=PROCESS_WAKE_PIPES.release_in_fork)
 
 
-__all__ = ["MAX_IDLE_WAKE_PIPES", "MAX_WAKE_PIPES", "PROCESS_WAKE_PIPES", "WAIT_SLICE_MS", "WakePipe", "WakePipes"]
+__all__ = [
+    "AFFINITY_RECHECK_S",
+    "MAX_IDLE_WAKE_PIPES",
+    "MAX_WAKE_PIPES",
+    "PROCESS_WAKE_PIPES",
+    "WAIT_SLICE_MS",
+    "WakePipe",
+    "WakePipes",
+    "defer_yields",
+    "yield_deferred",
+]

@@ -274,3 +274,108 @@ def test_clients_share_the_process_pool_and_closing_the_last_leaves_no_pipe() ->
     assert 0 < int(lines[0].split()[1]) <= MAX_IDLE_WAKE_PIPES, lines  # they did wait on pipes
     assert lines[1] == "child 0", lines
     assert lines[2] == "left (0, 0) 0", lines
+
+
+@pytest.fixture
+def counted_yields(monkeypatch: pytest.MonkeyPatch) -> List[int]:
+    """Every CPU yield of a wake-up, counted (the yields still happen)."""
+    yields: List[int] = []
+
+    def counting_yield() -> None:
+        yields.append(1)
+        os.sched_yield()
+
+    monkeypatch.setattr(_wakeups, "_yield_cpu", counting_yield)
+    monkeypatch.setattr(_wakeups, "_one_cpu", [False, 0.0])  # look at the affinity afresh
+    return yields
+
+
+def test_on_one_cpu_a_chunk_of_wake_ups_yields_once_at_its_end(pipes: WakePipes, counted_yields: List[int]) -> None:
+    taken = [pipes.take() for _ in range(3)]
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(before)})  # this thread only, as taskset -c does for a process
+    try:
+        deferred = _wakeups.defer_yields()
+        assert deferred
+        assert not _wakeups.defer_yields()  # nested: the outer one yields
+        for pipe in taken:
+            assert pipe is not None
+            pipe.post()
+        assert counted_yields == []  # the woken run in turn once the deliverer yields
+        _wakeups.yield_deferred(deferred)
+        assert counted_yields == [1]
+        assert taken[0] is not None
+        taken[0].post()  # outside a chunk: every wake-up yields again
+        assert counted_yields == [1, 1]
+    finally:
+        os.sched_setaffinity(0, before)
+    for pipe in taken:
+        assert pipe is not None
+        while pipe.wait(1):
+            pass
+        pipes.give(pipe)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_on_several_cpus_each_wake_up_yields(pipes: WakePipes, counted_yields: List[int]) -> None:
+    pipe = pipes.take()
+    assert pipe is not None
+    deferred = _wakeups.defer_yields()
+    assert not deferred  # the woken would run beside the deliverer and wait for its GIL
+    pipe.post()
+    pipe.post()
+    _wakeups.yield_deferred(deferred)
+    assert counted_yields == [1, 1]
+    assert pipe.wait(1000) and pipe.wait(1000)
+    pipes.give(pipe)
+
+
+_SIXTEEN_CALLERS_ON_ONE_CPU_SCRIPT = r"""
+from jsonrpc_threads import JsonRpcClient, StdioTransport, _wakeups
+
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before any thread: all of them, and the child
+# A peer that answers every request it read in one write: answers come in chunks.
+ECHO = [sys.executable, "-c", (
+    "import json, os\n"
+    "rest = b''\n"
+    "while True:\n"
+    "    data = os.read(0, 65536)\n"
+    "    if not data:\n"
+    "        break\n"
+    "    *lines, rest = (rest + data).split(b'\\n')\n"
+    "    answers = [json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': m['params']}) + '\\n'\n"
+    "               for m in map(json.loads, lines)]\n"
+    "    os.write(1, ''.join(answers).encode())\n"
+)]
+yields, posts = [], []
+real_yield, real_post = _wakeups._yield_cpu, _wakeups.WakePipe.post
+def counting_yield():
+    yields.append(1)
+    real_yield()
+def counting_post(pipe):
+    posts.append(1)
+    real_post(pipe)
+_wakeups._yield_cpu = counting_yield
+_wakeups.WakePipe.post = counting_post
+
+CALLERS, CALLS = 16, 40
+answers = []
+with JsonRpcClient(StdioTransport(ECHO)) as client:
+    def caller(n):
+        answers.extend(client.call("echo", [n, i], timeout=30) for i in range(CALLS))
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(CALLERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+assert sorted(map(tuple, answers)) == [(n, i) for n in range(CALLERS) for i in range(CALLS)]
+print("wake-ups", len(posts), "yields", len(yields))
+"""
+
+
+def test_sixteen_callers_on_one_cpu_get_their_answers_with_a_yield_per_chunk_not_per_wake_up() -> None:
+    lines = run_script("", _SIXTEEN_CALLERS_ON_ONE_CPU_SCRIPT, timeout=120)
+    _, posts, _, yields = lines[0].split()
+    # Answers read together are delivered with one yield at the chunk's end, not one each
+    # (yielding at every wake-up, the two counts are equal).
+    assert int(posts) > 100 and int(yields) < int(posts) / 2, lines

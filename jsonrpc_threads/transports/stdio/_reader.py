@@ -59,6 +59,7 @@ from typing import IO, Callable, Deque, List, Optional, Union
 
 from ..._deadlines import passed
 from ..._logs import get_logger
+from ..._wakeups import defer_yields, yield_deferred
 from ...errors import MessageTooLarge, RequestId
 from ...framing import ContentLengthDecoder, FramingError, LineDecoder, Oversized
 from .._poll import POLL_SLICE_MS, close_quietly, notify_all_waiting, poll_timeout_ms
@@ -414,7 +415,7 @@ class StdoutReader:
         """
         view = self._view
         readinto = self._stream.readinto  # type: ignore[attr-defined]
-        held = False
+        held = deferred = False
         try:
             for _ in range(_MAX_READS_PER_WAKE):
                 count = readinto(view)
@@ -429,12 +430,15 @@ class StdoutReader:
                 frames = self._decoder.feed(view[:count].tobytes())
                 if not held and len(frames) > 1:
                     held = self._hold_writes()
+                    if held:  # on one CPU the callers woken run in turn once the chunk is delivered
+                        deferred = defer_yields()
                 self._deliver(frames)
                 if count < len(view):
                     return True
             return True
         finally:
             if held:
+                yield_deferred(deferred)  # they queue their next requests for the one write below
                 self._release_writes()
 
     def _drain_after_exit(self) -> str:
