@@ -35,7 +35,10 @@ run one after another (each on its wake pipe, see
 :mod:`jsonrpc_threads._wakeups`) and their next requests queue up, to be
 written together when the chunk is delivered.  So many callers make one
 write, one wake-up of the child and, its answers coming back together, one
-read.
+read.  On a process confined to one CPU the deliverer does not yield the CPU
+after each wake-up but once, before that write
+(:func:`~jsonrpc_threads._wakeups.defer_yields`), so the callers woken have
+queued their requests by then.
 
 Exit.  The child's exit is polled beside stdout (:mod:`._exit_watch`): once it
 exited, what stdout already holds is read (bounded by
