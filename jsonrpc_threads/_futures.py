@@ -262,10 +262,10 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         """
         if not self.__dict__.get("_done_callbacks"):
             return
-        if not getattr(settling, "active", False):
+        if not settling.active:
             Future._invoke_callbacks(self)  # type: ignore[attr-defined]
             return
-        deferred = getattr(settling, "deferred", None)
+        deferred = settling.deferred
         if deferred is not None:
             deferred.append(self)
         else:

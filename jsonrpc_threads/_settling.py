@@ -46,9 +46,18 @@ if TYPE_CHECKING:
         def set_exception(self, exception: Optional[BaseException]) -> None: ...
 
 
+class _Settling(threading.local):
+    """Per thread: ``active`` while the library settles a future; ``deferred`` inside :class:`deferred_callbacks`."""
+
+    # Class attributes: a thread that never set them reads the default at once (a getattr
+    # with a default would raise and catch an AttributeError there).
+    active = False
+    deferred: Optional[List[Any]] = None
+
+
 #: Set while the library settles a future: its done-callbacks then go to a worker.
 #: ``settling.deferred``, inside :class:`deferred_callbacks`, collects the futures instead.
-settling = threading.local()
+settling = _Settling()
 
 
 class deferred_callbacks:
@@ -65,14 +74,14 @@ class deferred_callbacks:
     __slots__ = ("_outer",)
 
     def __enter__(self) -> None:
-        self._outer = getattr(settling, "deferred", None)
+        self._outer = settling.deferred
         if self._outer is None:
             settling.deferred = []
 
     def __exit__(self, *exc_info: object) -> None:
         if self._outer is not None:
             return
-        batch: List[Any] = settling.deferred
+        batch = settling.deferred
         settling.deferred = None
         if batch:
             _hand_over(batch)

@@ -71,8 +71,17 @@ WAIT_SLICE_MS = 1000
 _yield_cpu = getattr(os, "sched_yield", None)
 #: How long a look at the process's CPU affinity is trusted (it may change while running).
 AFFINITY_RECHECK_S = 1.0
-#: ``_deferring.active``: this thread's wake-ups do not yield (see defer_yields).
-_deferring = threading.local()
+
+
+class _Deferring(threading.local):
+    """Per thread: ``active`` while its wake-ups do not yield (see :func:`defer_yields`)."""
+
+    # A class attribute: a thread that never set it reads False at once (a getattr with
+    # a default would raise and catch an AttributeError there, on every wake-up).
+    active = False
+
+
+_deferring = _Deferring()
 _one_cpu = [False, 0.0]  # confined to one CPU; when to look again (a race only repeats the look)
 
 
@@ -92,7 +101,7 @@ def defer_yields() -> bool:
     Returns True when they were deferred; pair it with :func:`yield_deferred`
     (in a ``finally``), which yields once for all of them.  Never raises.
     """
-    if _yield_cpu is None or getattr(_deferring, "active", False):
+    if _yield_cpu is None or _deferring.active:
         return False
     try:
         confined = _confined_to_one_cpu()
@@ -136,7 +145,7 @@ class WakePipe:
     def post(self) -> None:
         """Wake the waiter (the GIL is let go for the write), then let it run before the waker goes on."""
         os.write(self._send_fd, b"\x01")
-        if _yield_cpu is not None and not getattr(_deferring, "active", False):
+        if _yield_cpu is not None and not _deferring.active:
             # Where both share a CPU: the woken caller takes the GIL and runs now (up to its
             # next wait) instead of waking later only to find the GIL taken.
             _yield_cpu()
