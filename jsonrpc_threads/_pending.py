@@ -178,7 +178,7 @@ class PendingTable:
             entry = self._entries.get(request_id)  # type: ignore[arg-type]
             if entry is None:
                 queued = False
-            elif entry.immediate or lane.caught_up():
+            elif entry.immediate or lane.finished(lane.submitted):
                 del self._entries[request_id]  # type: ignore[arg-type]
                 queued = False
             elif entry.answer is not None:

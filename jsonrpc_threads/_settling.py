@@ -119,9 +119,6 @@ def _unless_invalid_state(exc: Exception) -> None:
 
 def settle_result(future: Settleable, value: Any) -> None:
     """Settle with a result, as the library (done-callbacks go to a worker)."""
-    if type(future) is CallWaiter:  # a call()'s: no callbacks, never cancelled (the hot path)
-        future.set_result(value)
-        return
     settling.active = True
     try:
         future.set_result(value)

@@ -359,10 +359,6 @@ class SerialLane:
         """True once the task with ``ticket`` (and every one before it) has run."""
         return self._finished >= ticket
 
-    def caught_up(self) -> bool:
-        """True once every task submitted so far has run: ``finished(submitted)``, in one call."""
-        return self._finished >= self._submitted
-
     def in_lane(self) -> bool:
         """True when called from this lane's thread."""
         return _local.owner is self
