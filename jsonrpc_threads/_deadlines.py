@@ -14,7 +14,6 @@ Pure: no threads, no I/O.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 
@@ -113,7 +112,8 @@ def wait_slice_ms(deadline: Optional[float], slice_ms: int) -> int:
         return slice_ms  # the usual case, in one comparison (this runs before every wait of a call)
     if left_ms <= 0.0:
         return 0
-    return math.ceil(left_ms)  # never before the deadline
+    whole = int(left_ms)
+    return whole if whole == left_ms else whole + 1  # rounded up: never before the deadline
 
 
 def passed(deadline: Optional[float]) -> bool:

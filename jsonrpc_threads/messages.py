@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import json.encoder as _json_encoder
 import re  # loaded by json already
-from collections.abc import Mapping
 
 from ._records import Record as _Event
 from .errors import InvalidRequest, JsonRpcError, ParseError, error_from_response
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Union
 
     from .errors import RequestId
@@ -134,6 +134,9 @@ def _normalize_params(params: Params) -> Any:
     """Return params as a dict or a list (or None); other types are refused."""
     if params is None or type(params) is dict or type(params) is list:
         return params
+    # Loaded here, not at the top: a tool server's start-up pays for every module it imports.
+    from collections.abc import Mapping  # noqa: PLC0415
+
     if isinstance(params, Mapping):
         return dict(params)
     if isinstance(params, (list, tuple)):
