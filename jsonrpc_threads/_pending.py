@@ -7,7 +7,8 @@ same step: the entry is removed from the map under the lock, and whoever
 removed it settles its future, once, after letting go of the lock.  Whoever
 finds the id missing does nothing.  The ways are:
 
-- :meth:`PendingTable.deliver`: its response arrived;
+- :meth:`PendingTable.deliver`: its response arrived (:meth:`PendingTable.deliver_many`
+  for the responses one read brought, under one lock round trip);
 - :meth:`PendingTable.expire`: its deadline passed (the thread blocked in
   ``call()``; :meth:`PendingTable.expire_many` for a batch the timer thread
   found due together);
@@ -168,10 +169,7 @@ class PendingTable:
         request_id = message.get("id")
         kind = type(request_id)
         if kind is not int and kind is not str:
-            if "error" in message:
-                logger.warning("%s: error response without a usable id: %.300r", self._label, message)
-            else:
-                logger.warning("%s: skipping a response with an invalid id: %.300r", self._label, message)
+            self._log_invalid_id(message)
             return
         lane = self._lane
         with self._lock:
@@ -196,6 +194,68 @@ class PendingTable:
                 lane.submit(self._deliver_queued, request_id)
             except PoolClosed:  # closing: settle it now, with its answer
                 self._deliver_queued(request_id)  # type: ignore[arg-type]
+
+    def deliver_many(self, messages: Sequence[Dict[str, Any]]) -> None:
+        """Several responses arrived together (one read): :meth:`deliver` for each, in order.
+
+        One lock round trip for all of them; each is then settled as
+        :meth:`deliver` would have settled it.  Should the settling thread be
+        interrupted part way (``KeyboardInterrupt`` in a caller that reads),
+        the requests not settled yet are settled before the interrupt goes on:
+        none is left removed from the map and unsettled.
+        """
+        lane = self._lane
+        entries = self._entries
+        # Parallel lists, no tuple a response: a burst's garbage is what the collector counts.
+        answered: List[Pending] = []
+        answers: List[Dict[str, Any]] = []
+        queued: List[RequestId] = []
+        dropped: List[Any] = []  # ids with no request waiting (late, unknown, a second answer)
+        invalid: List[Dict[str, Any]] = []
+        with self._lock:
+            for message in messages:
+                request_id = message.get("id")
+                kind = type(request_id)
+                if kind is not int and kind is not str:
+                    invalid.append(message)
+                    continue
+                entry = entries.get(request_id)  # type: ignore[arg-type]
+                if entry is None:
+                    dropped.append(request_id)
+                elif entry.immediate or lane.finished(lane.submitted):
+                    del entries[request_id]  # type: ignore[arg-type]
+                    answered.append(entry)
+                    answers.append(message)
+                elif entry.answer is not None:
+                    dropped.append(request_id)  # a second answer to the same request
+                else:
+                    entry.answer = message
+                    queued.append(request_id)  # type: ignore[arg-type]
+        settled = 0
+        with deferred_callbacks():  # the done-callbacks of request() futures go over as one batch
+            try:
+                for entry in answered:
+                    _finish(entry, answers[settled], None)
+                    settled += 1
+            finally:
+                # Only after an interrupt is anything left here; settling again is a no-op.
+                for index in range(settled, len(answered)):
+                    _finish(answered[index], answers[index], None)
+        for request_id in queued:
+            try:
+                lane.submit(self._deliver_queued, request_id)
+            except PoolClosed:  # closing: settle it now, with its answer
+                self._deliver_queued(request_id)
+        for message in invalid:
+            self._log_invalid_id(message)
+        for request_id in dropped:
+            logger.debug("%s: dropping a late or unknown response (id %r)", self._label, request_id)
+
+    def _log_invalid_id(self, message: Dict[str, Any]) -> None:
+        if "error" in message:
+            logger.warning("%s: error response without a usable id: %.300r", self._label, message)
+        else:
+            logger.warning("%s: skipping a response with an invalid id: %.300r", self._label, message)
 
     def _deliver_queued(self, request_id: RequestId) -> None:
         """On the lane, behind the notifications that came before the answer: settle with it."""

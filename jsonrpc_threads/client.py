@@ -71,7 +71,7 @@ from .transports.base import Transport, capabilities, describe
 TYPE_CHECKING = False  # typing and concurrent.futures load only when used (start-up cost)
 if TYPE_CHECKING:
     from concurrent.futures import Future
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
+    from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
     from ._deadlines import Timeout
     from ._futures import RequestFuture
@@ -79,6 +79,10 @@ if TYPE_CHECKING:
     from .observe import Observer
 
 logger = get_logger(__name__)
+
+#: messages_received(): the most responses in a row settled with one round trip of the
+#: pending map's lock (the lock is held for no longer, and the first of them waits no longer).
+_RESPONSES_PER_SETTLING = 32
 
 if TYPE_CHECKING:
     RequestHandler = Callable[[Any], Any]
@@ -451,6 +455,53 @@ class JsonRpcClient(Closing):
         except JsonRpcError:
             logger.warning("%s: skipping a message that is not JSON: %.200r", self._label, data)
             return
+        self._dispatch_value(value, data)
+
+    def messages_received(self, chunk: Deque[bytes]) -> None:
+        """Transport callback: JSON texts that one read brought, taken in order from the left of ``chunk``.
+
+        Each is handled as :meth:`message_received` handles it, except that the
+        responses among them are settled together (up to
+        :data:`_RESPONSES_PER_SETTLING` in a row) with one round trip of the
+        pending map's lock; a notification or request among them is handled
+        after the responses before it, so the order of delivery is the order
+        of arrival.  Should this thread be interrupted (``KeyboardInterrupt``
+        in a caller that reads), the responses already taken are settled
+        first, and what is still in ``chunk`` was not looked at.  Never runs
+        user code.
+        """
+        observer = self._observer
+        decode = messages.decode
+        settle = self._table.deliver_many
+        responses: List[Dict[str, Any]] = []
+        try:
+            while chunk:
+                data = chunk.popleft()
+                if observer is not None:
+                    observer.received(data)
+                try:
+                    value = decode(data)
+                except JsonRpcError:
+                    logger.warning("%s: skipping a message that is not JSON: %.200r", self._label, data)
+                    continue
+                if type(value) is dict and "method" not in value:
+                    if "error" in value:
+                        self._counts.error()
+                    responses.append(value)
+                    if len(responses) == _RESPONSES_PER_SETTLING:
+                        earlier, responses = responses, []
+                        settle(earlier)
+                    continue
+                if responses:  # a notification, a request or a batch: after the responses before it
+                    earlier, responses = responses, []
+                    settle(earlier)
+                self._dispatch_value(value, data)
+        finally:
+            if responses:
+                settle(responses)
+
+    def _dispatch_value(self, value: Any, data: bytes) -> None:
+        """Handle one decoded message (or batch); ``data`` is what it was decoded from, for log lines."""
         if type(value) is dict:
             self._dispatch(value)
         elif type(value) is list and value:

@@ -7,7 +7,9 @@ the :class:`MessageSink` the client gave it in :meth:`Transport.start`:
 
 - every complete message received (one stdio line, one HTTP JSON body, one SSE
   event's data) goes to :meth:`MessageSink.message_received` as bytes, in the
-  order it arrived;
+  order it arrived; several that one read brought may go together to
+  :meth:`TakesChunks.messages_received`, where the sink has it (the client
+  does: it settles their responses with one lock round trip);
 - a failure that concerns only some requests (an HTTP status, a reset
   connection) goes to :meth:`MessageSink.requests_failed` with their ids, so the
   client settles exactly those futures;
@@ -52,7 +54,7 @@ Deadlines are on the :func:`time.monotonic` clock; ``None`` means none.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Deque, Mapping, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
 
 from ..errors import JsonRpcError, RequestId, TransportClosed
 
@@ -71,6 +73,23 @@ class MessageSink(Protocol):
 
     def has_pending(self) -> bool:
         """True while some request waits for its answer (cheap, lock-free)."""
+
+
+class TakesChunks(MessageSink, Protocol):
+    """Optional, on the sink's side: several messages that one read brought, delivered at once.
+
+    A transport may look for it (by name) on the sink it was given and, when it
+    is there, hand over a run of complete messages in one call instead of one
+    :meth:`MessageSink.message_received` each.  Without it, one at a time.
+    """
+
+    def messages_received(self, chunk: Deque[bytes]) -> None:
+        """Take the messages in ``chunk`` in order, from the left, each as ``message_received`` would.
+
+        The sink pops each message before it looks at it; should it be
+        interrupted (``KeyboardInterrupt``), what is left in ``chunk`` was not
+        looked at, for the transport to deliver later.
+        """
 
 
 @runtime_checkable

@@ -38,7 +38,9 @@ write, one wake-up of the child and, its answers coming back together, one
 read.  On a process confined to one CPU the deliverer does not yield the CPU
 after each wake-up but once, before that write
 (:func:`~jsonrpc_threads._wakeups.defer_yields`), so the callers woken have
-queued their requests by then.
+queued their requests by then.  The messages of a chunk go to the sink in one
+call where it takes chunks (the client does: it settles their answers under one
+lock round trip).
 
 Exit.  The child's exit is polled beside stdout (:mod:`._exit_watch`): once it
 exited, what stdout already holds is read (bounded by
@@ -467,11 +469,25 @@ class StdoutReader:
         return HELD_STDOUT
 
     def _deliver(self, frames: List[Frame]) -> None:
-        """Hand decoded frames to the sink, in order (an interrupted caller leaves the rest queued)."""
+        """Hand decoded frames to the sink, in order (an interrupted caller leaves the rest queued).
+
+        A chunk of several messages goes to the sink in one call where it
+        takes chunks (:class:`~jsonrpc_threads.transports.base.TakesChunks`);
+        what a failing sink left in the backlog is then delivered one by one.
+        """
         self._chunk_size = len(frames)
         backlog = self._undelivered
         backlog.extend(frames)
         sink = self.sink_ref()
+        if sink is not None and len(backlog) > 1:
+            # Several messages and no note among them (the usual chunk): to the sink at
+            # once when it takes chunks (base.TakesChunks), which pops them as it goes.
+            take_chunk = getattr(sink, "messages_received", None)
+            if take_chunk is not None and all(type(frame) is bytes for frame in backlog):
+                try:
+                    take_chunk(backlog)
+                except Exception:
+                    _log.exception("[%s pid %d] sink.messages_received failed", self._label, self._pid)
         while backlog:
             frame = backlog.popleft()
             if sink is None:
