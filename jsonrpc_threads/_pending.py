@@ -190,10 +190,7 @@ class PendingTable:
         elif not queued:
             _finish(entry, message, None)
         else:
-            try:
-                lane.submit(self._deliver_queued, request_id)
-            except PoolClosed:  # closing: settle it now, with its answer
-                self._deliver_queued(request_id)  # type: ignore[arg-type]
+            self._deliver_behind_lane(request_id)  # type: ignore[arg-type]
 
     def deliver_many(self, messages: Sequence[Dict[str, Any]]) -> None:
         """Several responses arrived together (one read): :meth:`deliver` for each, in order.
@@ -201,8 +198,10 @@ class PendingTable:
         One lock round trip for all of them; each is then settled as
         :meth:`deliver` would have settled it.  Should the settling thread be
         interrupted part way (``KeyboardInterrupt`` in a caller that reads),
-        the requests not settled yet are settled before the interrupt goes on:
-        none is left removed from the map and unsettled.
+        the requests not settled yet are settled, and the answers that wait
+        for earlier notifications queued behind them, before the interrupt goes
+        on: none is left removed from the map and unsettled, nor waiting for a
+        marker that never comes.
         """
         lane = self._lane
         entries = self._entries
@@ -232,20 +231,19 @@ class PendingTable:
                     entry.answer = message
                     queued.append(request_id)  # type: ignore[arg-type]
         settled = 0
-        with deferred_callbacks():  # the done-callbacks of request() futures go over as one batch
-            try:
-                for entry in answered:
-                    _finish(entry, answers[settled], None)
-                    settled += 1
-            finally:
-                # Only after an interrupt is anything left here; settling again is a no-op.
-                for index in range(settled, len(answered)):
-                    _finish(answered[index], answers[index], None)
-        for request_id in queued:
-            try:
-                lane.submit(self._deliver_queued, request_id)
-            except PoolClosed:  # closing: settle it now, with its answer
-                self._deliver_queued(request_id)
+        try:
+            with deferred_callbacks():  # the done-callbacks of request() futures go over as one batch
+                try:
+                    for entry in answered:
+                        _finish(entry, answers[settled], None)
+                        settled += 1
+                finally:
+                    # Only after an interrupt is anything left here; settling again is a no-op.
+                    for index in range(settled, len(answered)):
+                        _finish(answered[index], answers[index], None)
+        finally:
+            for request_id in queued:  # even after an interrupt: no answer waits without its marker
+                self._deliver_behind_lane(request_id)
         for message in invalid:
             self._log_invalid_id(message)
         for request_id in dropped:
@@ -256,6 +254,13 @@ class PendingTable:
             logger.warning("%s: error response without a usable id: %.300r", self._label, message)
         else:
             logger.warning("%s: skipping a response with an invalid id: %.300r", self._label, message)
+
+    def _deliver_behind_lane(self, request_id: RequestId) -> None:
+        """Queue the marker that delivers an answer once the notifications before it ran."""
+        try:
+            self._lane.submit(self._deliver_queued, request_id)
+        except PoolClosed:  # closing: settle it now, with its answer
+            self._deliver_queued(request_id)
 
     def _deliver_queued(self, request_id: RequestId) -> None:
         """On the lane, behind the notifications that came before the answer: settle with it."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import threading
+import time
 from typing import Any, Deque, Dict, Iterator, List, Optional
 
 import pytest
@@ -165,17 +166,24 @@ class _Interrupting:
 def test_deliver_many_interrupted_part_way_settles_every_response_it_removed() -> None:
     lane = SerialLane("test-chunk-lane")
     table = PendingTable("test", lane)
+    release = threading.Event()
+    lane.submit(release.wait, WAIT_S)  # a notification handler still running
     try:
-        waiters = [CallWaiter() for _ in range(2)]
+        waiters = [CallWaiter() for _ in range(3)]
         interrupted = _Interrupting()
-        futures: List[Any] = [waiters[0], interrupted, waiters[1]]
+        # Sent from the lane (immediate) the first three, answered at once; the last waits for the handler.
+        futures: List[Any] = [waiters[0], interrupted, waiters[1], waiters[2]]
         for request_id, future in enumerate(futures):
-            table.add(request_id, Pending(future, "m", None, False))
-        answers = [{"jsonrpc": "2.0", "id": request_id, "result": request_id} for request_id in range(3)]
+            table.add(request_id, Pending(future, "m", None, immediate=request_id < 3))
+        answers = [{"jsonrpc": "2.0", "id": request_id, "result": request_id} for request_id in range(4)]
         with pytest.raises(KeyboardInterrupt):
             table.deliver_many(answers)
-        assert len(table) == 0
         assert interrupted.results == [1]  # settled again after the interrupt, once
-        assert [waiter.wait(0) and waiter.result() for waiter in waiters] == [0, 2]
+        assert [waiter.wait(0) and waiter.result() for waiter in waiters[:2]] == [0, 2]
+        assert not waiters[2].wait(0)  # behind the handler still
+        release.set()
+        assert waiters[2].wait(time.monotonic() + WAIT_S) and waiters[2].result() == 3  # its marker was queued
+        assert len(table) == 0
     finally:
+        release.set()
         lane.shutdown(WAIT_S)
