@@ -455,7 +455,10 @@ class JsonRpcClient(Closing):
         except JsonRpcError:
             logger.warning("%s: skipping a message that is not JSON: %.200r", self._label, data)
             return
-        self._dispatch_value(value, data)
+        if type(value) is dict:  # the usual message, without one more call
+            self._dispatch(value)
+        else:
+            self._dispatch_value(value, data)
 
     def messages_received(self, chunk: Deque[bytes]) -> None:
         """Transport callback: JSON texts that one read brought, taken in order from the left of ``chunk``.
