@@ -238,9 +238,13 @@ class PendingTable:
                         _finish(entry, answers[settled], None)
                         settled += 1
                 finally:
-                    # Only after an interrupt is anything left here; settling again is a no-op.
+                    # Only after an interrupt (or a failure) is anything left here, from the
+                    # one that was being settled on; settling again is a no-op.
                     for index in range(settled, len(answered)):
-                        _finish(answered[index], answers[index], None)
+                        try:
+                            _finish(answered[index], answers[index], None)
+                        except Exception:  # one failure must not leave the rest unsettled
+                            logger.exception("%s: settling a response failed", self._label)
         finally:
             for request_id in queued:  # even after an interrupt: no answer waits without its marker
                 self._deliver_behind_lane(request_id)
