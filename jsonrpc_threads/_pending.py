@@ -197,11 +197,12 @@ class PendingTable:
 
         One lock round trip for all of them; each is then settled as
         :meth:`deliver` would have settled it.  Should the settling thread be
-        interrupted part way (``KeyboardInterrupt`` in a caller that reads),
-        the requests not settled yet are settled, and the answers that wait
-        for earlier notifications queued behind them, before the interrupt goes
+        interrupted part way (``KeyboardInterrupt`` in a caller that reads), the
+        requests not settled yet are settled, and the answers that wait for
+        earlier notifications are queued behind them, before the interrupt goes
         on: none is left removed from the map and unsettled, nor waiting for a
-        marker that never comes.
+        marker that never comes.  A settling that fails is logged; the rest
+        are settled all the same, and the first failure is raised after them.
         """
         lane = self._lane
         entries = self._entries
