@@ -55,6 +55,12 @@ if TYPE_CHECKING:
 
 logger = get_logger(__name__)
 
+#: What an answer that arrived does (PendingTable._answer_outcome): its request is
+#: settled now, or the answer waits behind the lane's notifications, or it is dropped.
+_SETTLE_NOW = 0
+_WAIT_FOR_LANE = 1
+_DROP = 2
+
 
 class Pending:
     """One request in flight (kept small: 100,000 of these may be pending)."""
@@ -171,26 +177,19 @@ class PendingTable:
         if kind is not int and kind is not str:
             self._log_invalid_id(message)
             return
-        lane = self._lane
         with self._lock:
             entry = self._entries.get(request_id)  # type: ignore[arg-type]
-            if entry is None:
-                queued = False
-            elif entry.immediate or lane.finished(lane.submitted):
+            outcome = self._answer_outcome(entry, False)
+            if outcome == _SETTLE_NOW:
                 del self._entries[request_id]  # type: ignore[arg-type]
-                queued = False
-            elif entry.answer is not None:
-                entry = None  # a second answer to the same request: dropped
-                queued = False
-            else:
-                entry.answer = message
-                queued = True
-        if entry is None:
-            logger.debug("%s: dropping a late or unknown response (id %r)", self._label, request_id)
-        elif not queued:
-            _finish(entry, message, None)
-        else:
+            elif outcome == _WAIT_FOR_LANE:
+                entry.answer = message  # type: ignore[union-attr]
+        if outcome == _SETTLE_NOW:
+            _finish(entry, message, None)  # type: ignore[arg-type]
+        elif outcome == _WAIT_FOR_LANE:
             self._deliver_behind_lane(request_id)  # type: ignore[arg-type]
+        else:
+            logger.debug("%s: dropping a late or unknown response (id %r)", self._label, request_id)
 
     def deliver_many(self, messages: Sequence[Dict[str, Any]]) -> None:
         """Several responses arrived together (one read): :meth:`deliver` for each, in order.
@@ -204,7 +203,6 @@ class PendingTable:
         marker that never comes.  A settling that fails is logged; the rest
         are settled all the same, and the first failure is raised after them.
         """
-        lane = self._lane
         entries = self._entries
         # Parallel lists, no tuple a response: a burst's garbage is what the collector counts.
         answered: List[Pending] = []
@@ -220,17 +218,17 @@ class PendingTable:
                     invalid.append(message)
                     continue
                 entry = entries.get(request_id)  # type: ignore[arg-type]
-                if entry is None:
-                    dropped.append(request_id)
-                elif entry.immediate or lane.finished(lane.submitted):
+                # Once one answer waits behind the lane, the later ones wait behind it (arrival order).
+                outcome = self._answer_outcome(entry, bool(queued))
+                if outcome == _SETTLE_NOW:
                     del entries[request_id]  # type: ignore[arg-type]
-                    answered.append(entry)
+                    answered.append(entry)  # type: ignore[arg-type]
                     answers.append(message)
-                elif entry.answer is not None:
-                    dropped.append(request_id)  # a second answer to the same request
-                else:
-                    entry.answer = message
+                elif outcome == _WAIT_FOR_LANE:
+                    entry.answer = message  # type: ignore[union-attr]
                     queued.append(request_id)  # type: ignore[arg-type]
+                else:
+                    dropped.append(request_id)
         settled = 0
         try:
             with deferred_callbacks():  # the done-callbacks of request() futures go over as one batch
@@ -253,6 +251,25 @@ class PendingTable:
             self._log_invalid_id(message)
         for request_id in dropped:
             logger.debug("%s: dropping a late or unknown response (id %r)", self._label, request_id)
+
+    def _answer_outcome(self, entry: Optional[Pending], behind_a_waiting_answer: bool) -> int:
+        """Under the lock: what an answer to ``entry``'s request does (the one rule of ordered delivery).
+
+        :data:`_DROP` when nobody waits for it (late or unknown: ``entry`` is
+        None) or its request already has an answer waiting (a second answer);
+        :data:`_SETTLE_NOW` when the request was sent from the lane, or when no
+        notification received before the answer is still queued or running and
+        no answer before it waits (``behind_a_waiting_answer``, in a chunk);
+        :data:`_WAIT_FOR_LANE` otherwise.
+        """
+        if entry is None or entry.answer is not None:
+            return _DROP
+        if entry.immediate:
+            return _SETTLE_NOW
+        lane = self._lane
+        if behind_a_waiting_answer or not lane.finished(lane.submitted):
+            return _WAIT_FOR_LANE
+        return _SETTLE_NOW
 
     def _log_invalid_id(self, message: Dict[str, Any]) -> None:
         if "error" in message:

@@ -216,3 +216,72 @@ def test_deliver_many_settles_the_rest_when_settling_one_fails(caplog: pytest.Lo
         assert len(table) == 0
     finally:
         lane.shutdown(WAIT_S)
+
+
+class _LaneCatchingUp:
+    """A notification lane whose handler ends while answers are looked at: busy at the first look, idle after.
+
+    Stands in for the client's lane in the two tests below, which need that moment
+    to fall between two answers; its tasks (the answers' markers) run when the test says.
+    """
+
+    submitted = 1
+
+    def __init__(self) -> None:
+        self.looks = 0
+        self.tasks: List[Any] = []
+
+    def finished(self, ticket: int) -> bool:
+        self.looks += 1
+        return self.looks > 1
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        self.tasks.append((fn, args))
+
+    def run_tasks(self) -> None:
+        for fn, args in self.tasks:
+            fn(*args)
+
+
+class _Recording:
+    """A future that records what it was settled with, in the order settled."""
+
+    def __init__(self, request_id: int, log: List[Any]) -> None:
+        self.request_id = request_id
+        self.log = log
+
+    def set_result(self, result: Any) -> None:
+        self.log.append((self.request_id, result))
+
+    def set_exception(self, exception: Optional[BaseException]) -> None:
+        self.log.append((self.request_id, exception))
+
+
+def test_deliver_many_keeps_answers_in_arrival_order_when_the_lane_catches_up_part_way() -> None:
+    lane = _LaneCatchingUp()
+    table = PendingTable("test", lane)  # type: ignore[arg-type]
+    settled: List[Any] = []
+    for request_id in (1, 2):
+        table.add(request_id, Pending(_Recording(request_id, settled), "m", None, immediate=False))
+    table.deliver_many(
+        [
+            {"jsonrpc": "2.0", "id": 1, "result": "first"},  # the lane is busy: it waits
+            {"jsonrpc": "2.0", "id": 1, "result": "a second answer"},  # dropped, though the lane caught up
+            {"jsonrpc": "2.0", "id": 2, "result": "after it"},  # waits behind the first answer
+        ]
+    )
+    assert settled == []
+    lane.run_tasks()
+    assert settled == [(1, "first"), (2, "after it")]
+    assert len(table) == 0
+
+
+def test_a_second_answer_is_dropped_even_when_the_lane_caught_up_since_the_first() -> None:
+    lane = _LaneCatchingUp()
+    table = PendingTable("test", lane)  # type: ignore[arg-type]
+    settled: List[Any] = []
+    table.add(1, Pending(_Recording(1, settled), "m", None, immediate=False))
+    table.deliver({"jsonrpc": "2.0", "id": 1, "result": "first"})  # the lane is busy: it waits
+    table.deliver({"jsonrpc": "2.0", "id": 1, "result": "a second answer"})  # from another thread (HTTP)
+    lane.run_tasks()
+    assert settled == [(1, "first")]
