@@ -42,7 +42,7 @@ import copy
 import threading
 
 from ._logs import get_logger
-from ._settling import deferred_callbacks, settle_exception, settle_result
+from ._settling import CallWaiter, deferred_callbacks, settle_exception, settle_result
 from ._workers import PoolClosed, SerialLane
 from .errors import InvalidRequest, JsonRpcError, RequestTimeout, TransportClosed, error_from_response
 
@@ -101,6 +101,8 @@ def _finish(entry: Pending, answer: Optional[Dict[str, Any]], error: Optional[Ba
     elif "result" in answer:
         if "error" in answer:
             settle_exception(future, InvalidRequest("Response has both result and error", data=answer))
+        elif type(future) is CallWaiter:  # a blocking call's: no done-callbacks, nothing to mark
+            future.set_result(answer["result"])
         else:
             settle_result(future, answer["result"])
     elif "error" in answer:
@@ -179,7 +181,8 @@ class PendingTable:
             return
         with self._lock:
             entry = self._entries.get(request_id)  # type: ignore[arg-type]
-            outcome = self._answer_outcome(entry, False)
+            lane = self._lane
+            outcome = self._answer_outcome(entry, not lane.finished(lane.submitted))
             if outcome == _SETTLE_NOW:
                 del self._entries[request_id]  # type: ignore[arg-type]
             elif outcome == _WAIT_FOR_LANE:
@@ -210,7 +213,12 @@ class PendingTable:
         queued: List[RequestId] = []
         dropped: List[Any] = []  # ids with no request waiting (late, unknown, a second answer)
         invalid: List[Dict[str, Any]] = []
+        lane = self._lane
         with self._lock:
+            # One look at the lane for the whole chunk: a notification submitted meanwhile arrived
+            # after these answers and does not hold them back; and should the lane catch up part
+            # way, the answers after one that waits still wait behind it (arrival order).
+            held_back = not lane.finished(lane.submitted)
             for message in messages:
                 request_id = message.get("id")
                 kind = type(request_id)
@@ -218,8 +226,7 @@ class PendingTable:
                     invalid.append(message)
                     continue
                 entry = entries.get(request_id)  # type: ignore[arg-type]
-                # Once one answer waits behind the lane, the later ones wait behind it (arrival order).
-                outcome = self._answer_outcome(entry, bool(queued))
+                outcome = self._answer_outcome(entry, held_back)
                 if outcome == _SETTLE_NOW:
                     del entries[request_id]  # type: ignore[arg-type]
                     answered.append(entry)  # type: ignore[arg-type]
@@ -252,24 +259,23 @@ class PendingTable:
         for request_id in dropped:
             logger.debug("%s: dropping a late or unknown response (id %r)", self._label, request_id)
 
-    def _answer_outcome(self, entry: Optional[Pending], behind_a_waiting_answer: bool) -> int:
+    @staticmethod
+    def _answer_outcome(entry: Optional[Pending], held_back: bool) -> int:
         """Under the lock: what an answer to ``entry``'s request does (the one rule of ordered delivery).
 
-        :data:`_DROP` when nobody waits for it (late or unknown: ``entry`` is
-        None) or its request already has an answer waiting (a second answer);
-        :data:`_SETTLE_NOW` when the request was sent from the lane, or when no
-        notification received before the answer is still queued or running and
-        no answer before it waits (``behind_a_waiting_answer``, in a chunk);
+        ``held_back``: a notification received before the answer is still
+        queued or running in the lane, or (in a chunk) an answer before it
+        waits behind the lane.  :data:`_DROP` when nobody waits for the answer
+        (late or unknown: ``entry`` is None) or its request already has an
+        answer waiting (a second answer); :data:`_SETTLE_NOW` when the request
+        was sent from the lane, or nothing holds the answer back;
         :data:`_WAIT_FOR_LANE` otherwise.
         """
         if entry is None or entry.answer is not None:
             return _DROP
-        if entry.immediate:
+        if entry.immediate or not held_back:
             return _SETTLE_NOW
-        lane = self._lane
-        if behind_a_waiting_answer or not lane.finished(lane.submitted):
-            return _WAIT_FOR_LANE
-        return _SETTLE_NOW
+        return _WAIT_FOR_LANE
 
     def _log_invalid_id(self, message: Dict[str, Any]) -> None:
         if "error" in message:

@@ -24,7 +24,7 @@ import time
 from ._deadlines import wait_slice, wait_slice_ms
 from ._logs import get_logger
 from ._wakeups import WAIT_SLICE_MS, WakePipe
-from ._workers import waiting_for_answer
+from ._workers import current_worker, waiting_for_answer
 
 _log = get_logger(__name__)
 
@@ -169,8 +169,11 @@ class CallWaiter:
             self._result = result
             self._settled = True
             wake = self._wake
-        if wake is not None:
-            _wake_up(wake)
+        if wake is not None:  # _wake_up, without its call (the hot path of every answer)
+            if isinstance(wake, WakePipe):
+                wake.post()
+            else:
+                wake.release()
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
         with self._lock:
@@ -204,15 +207,18 @@ class CallWaiter:
             if pipe is not None and pipes is not None:
                 pipes.give(pipe)  # nobody writes to it
             return True
+        if current_worker() is None:  # not a worker of the library's (the usual case): nothing to mark
+            return self._wait_on_pipe(pipe, deadline) if pipe is not None else self._wait_on_lock(lock, deadline)
         with waiting_for_answer():
-            if pipe is not None:
-                return self._wait_on_pipe(pipe, deadline)
-            assert lock is not None
-            while True:
-                if lock.acquire(timeout=wait_slice(deadline)):
-                    return True
-                if deadline is not None and wait_slice(deadline) <= 0.0:
-                    return self._settled
+            return self._wait_on_pipe(pipe, deadline) if pipe is not None else self._wait_on_lock(lock, deadline)
+
+    def _wait_on_lock(self, lock: Optional[LockType], deadline: Optional[float]) -> bool:
+        assert lock is not None
+        while True:
+            if lock.acquire(timeout=wait_slice(deadline)):
+                return True
+            if deadline is not None and wait_slice(deadline) <= 0.0:
+                return self._settled
 
     def _wait_on_pipe(self, pipe: WakePipe, deadline: Optional[float]) -> bool:
         while True:

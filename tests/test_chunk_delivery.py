@@ -271,6 +271,7 @@ def test_deliver_many_keeps_answers_in_arrival_order_when_the_lane_catches_up_pa
         ]
     )
     assert settled == []
+    assert lane.looks == 1  # one look at the lane for the chunk
     lane.run_tasks()
     assert settled == [(1, "first"), (2, "after it")]
     assert len(table) == 0

@@ -90,6 +90,8 @@ _MAX_READS_PER_WAKE = 8
 #: A caller that read before polling and found nothing polls first for this many calls.
 _READ_FIRST_SKIPS = 32
 _CAN_POLL = hasattr(select, "poll")
+#: The types of a backlog of messages only (no framing note among them).
+_BYTES_ONLY = {bytes}
 _READER = "reader"
 _CALLER = "caller"
 _POLL_IN = (select.POLLIN | select.POLLHUP | select.POLLERR) if _CAN_POLL else 0
@@ -150,7 +152,8 @@ class StdoutReader:
         self.bytes_read = 0  # how much stdout has carried so far (for a timeout's hint)
         self._chunk_size = 0  # frames in the chunk the baton holder delivers now (a hint for callers)
         self._read_first_skips = 0  # callers poll before reading for this many more calls (baton holder only)
-        # _cond guards _owner, _watching, _park_until, _end_reason, _closing, _quiet_stop.
+        # _cond guards _owner, _watching, _park_until, _end_reason, _closing, _quiet_stop
+        # (drive() looks at _owner without it only to decline, which is never wrong).
         self._lock = threading.Lock()  # taken directly on the hot paths (a Condition's `with` is Python code)
         self._cond = threading.Condition(self._lock)
         self._owner: Optional[str] = None
@@ -174,6 +177,8 @@ class StdoutReader:
             self._direct_poller.register(self._fd, _POLL_IN)
             if exit_fd is not None:
                 self._direct_poller.register(exit_fd, select.POLLIN)
+        #: False where pipes cannot be polled: :meth:`drive` always declines there.
+        self.can_drive = self._direct_poller is not None
         self.thread = threading.Thread(target=self._run, name=f"jsonrpc-stdio-reader[{pid}]", daemon=True)
 
     @property
@@ -187,11 +192,6 @@ class StdoutReader:
         return isinstance(self._decoder, LineDecoder) and self._decoder.saw_content_length
 
     # -- control ------------------------------------------------------------------
-
-    @property
-    def can_drive(self) -> bool:
-        """False where pipes cannot be polled: :meth:`drive` always declines there."""
-        return self._direct_poller is not None
 
     def ensure_reading(self) -> None:
         """A request waits for an answer that nobody reads directly: make the reader thread poll stdout."""
@@ -230,6 +230,11 @@ class StdoutReader:
         """
         poller = self._direct_poller
         if poller is None:
+            return False
+        owner = self._owner
+        if owner == _CALLER or (owner == _READER and self._chunk_size > 1):
+            # Declined at a look, without the lock: the answer under the lock would be the
+            # same, and as soon out of date (sixteen callers on one CPU pass here each call).
             return False
         with self._lock:
             # The reader thread delivering one answer (likely this caller's last one: calls in
@@ -483,7 +488,7 @@ class StdoutReader:
             # Several messages and no note among them (the usual chunk): to the sink at
             # once when it takes chunks (base.TakesChunks), which pops them as it goes.
             take_chunk = getattr(sink, "messages_received", None)
-            if take_chunk is not None and all(type(frame) is bytes for frame in backlog):
+            if take_chunk is not None and set(map(type, backlog)) == _BYTES_ONLY:
                 try:
                     take_chunk(backlog)
                 except Exception:
