@@ -35,11 +35,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(DEMO_STAMP): $(PY) pyproject.toml
+$(DEMO_STAMP): $(PY) pyproject.toml setup.cfg
 	$(PY) -m pip install --quiet -e .
 	touch $(DEMO_STAMP)
 
-$(STAMP): $(PY) pyproject.toml
+$(STAMP): $(PY) pyproject.toml setup.cfg
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP) $(DEMO_STAMP)
 

@@ -6,11 +6,15 @@ No timing is asserted: these machines are shared and noisy; `make bench` measure
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
 from benchmarks import echo_server, run
+
+#: The longest a caller thread of the yardstick may take.
+WAIT_S = 30.0
 
 
 def test_echo_server_answers_what_every_client_needs() -> None:
@@ -47,3 +51,23 @@ def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     assert subjects and all(isinstance(r["met"], bool) for r in subjects)
     markdown = (tmp_path / "results.md").read_text(encoding="utf-8")
     assert "| Case |" in markdown and "Targets met:" in markdown
+
+
+def test_the_handoff_yardstick_answers_each_caller_with_its_own_result() -> None:
+    from benchmarks import handoff_yardstick  # noqa: PLC0415  (its module pins nothing until main())
+
+    yardstick = handoff_yardstick.Yardstick()
+    results: dict = {}
+    try:
+
+        def work(caller: int) -> None:
+            results[caller] = [yardstick.call("echo", {"caller": caller, "i": i}) for i in range(50)]
+
+        threads = [threading.Thread(target=work, args=(caller,)) for caller in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_S)
+    finally:
+        yardstick.close()
+    assert results == {caller: [{"caller": caller, "i": i} for i in range(50)] for caller in range(4)}
