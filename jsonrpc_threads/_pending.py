@@ -264,8 +264,8 @@ class PendingTable:
         """Under the lock: what an answer to ``entry``'s request does (the one rule of ordered delivery).
 
         ``held_back``: a notification received before the answer is still
-        queued or running in the lane, or (in a chunk) an answer before it
-        waits behind the lane.  :data:`_DROP` when nobody waits for the answer
+        queued or running in the lane (for a chunk of answers: as the lane was
+        when the chunk was looked at).  :data:`_DROP` when nobody waits for the answer
         (late or unknown: ``entry`` is None) or its request already has an
         answer waiting (a second answer); :data:`_SETTLE_NOW` when the request
         was sent from the lane, or nothing holds the answer back;

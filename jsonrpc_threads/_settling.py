@@ -5,7 +5,8 @@ Whoever removes a request from the pending map settles it through
 "the library is settling" (:data:`settling`): a :class:`RequestFuture
 <jsonrpc_threads._futures.RequestFuture>` then hands its done-callbacks to a
 worker instead of running them on this (reader, timer) thread.  A future the
-caller cancelled in the meantime is left as it is.
+caller cancelled in the meantime is left as it is.  (A :class:`CallWaiter` has
+no done-callbacks and cannot be cancelled: its result may be set directly.)
 
 :class:`CallWaiter` is the private future of one blocking ``call()``: looked
 at by exactly one thread, settled by one other.  A caller whose answer is in
