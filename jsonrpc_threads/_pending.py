@@ -42,7 +42,7 @@ import copy
 import threading
 
 from ._logs import get_logger
-from ._settling import CallWaiter, deferred_callbacks, settle_exception, settle_result
+from ._settling import deferred_callbacks, settle_exception, settle_result
 from ._workers import PoolClosed, SerialLane
 from .errors import InvalidRequest, JsonRpcError, RequestTimeout, TransportClosed, error_from_response
 
@@ -101,8 +101,6 @@ def _finish(entry: Pending, answer: Optional[Dict[str, Any]], error: Optional[Ba
     elif "result" in answer:
         if "error" in answer:
             settle_exception(future, InvalidRequest("Response has both result and error", data=answer))
-        elif type(future) is CallWaiter:  # a blocking call's: no done-callbacks, nothing to mark
-            future.set_result(answer["result"])
         else:
             settle_result(future, answer["result"])
     elif "error" in answer:

@@ -5,8 +5,7 @@ Whoever removes a request from the pending map settles it through
 "the library is settling" (:data:`settling`): a :class:`RequestFuture
 <jsonrpc_threads._futures.RequestFuture>` then hands its done-callbacks to a
 worker instead of running them on this (reader, timer) thread.  A future the
-caller cancelled in the meantime is left as it is.  (A :class:`CallWaiter` has
-no done-callbacks and cannot be cancelled: its result may be set directly.)
+caller cancelled in the meantime is left as it is.
 
 :class:`CallWaiter` is the private future of one blocking ``call()``: looked
 at by exactly one thread, settled by one other.  A caller whose answer is in
@@ -170,11 +169,8 @@ class CallWaiter:
             self._result = result
             self._settled = True
             wake = self._wake
-        if wake is not None:  # _wake_up, without its call (the hot path of every answer)
-            if isinstance(wake, WakePipe):
-                wake.post()
-            else:
-                wake.release()
+        if wake is not None:
+            _wake_up(wake)
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
         with self._lock:

@@ -93,12 +93,8 @@ class LineDecoder:
             data = data[newline + 1 :]
         lines = data.split(b"\n")
         rest = lines.pop()
-        limit = self._limit
         for line in lines:
-            if line[:1] == b"{" and len(line) <= limit:  # the usual line, as _emit would take it
-                out.append(line)
-            else:
-                self._emit(line, out)
+            self._emit(line, out)
         if rest:
             if len(rest) > self._limit:
                 self._begin_discard(rest, len(rest))

@@ -204,8 +204,7 @@ class StdinWriter:
                 self._owner = _CALLER
                 direct = True
             else:
-                if self._queued_bytes + len(frame) > MAX_BACKLOG_BYTES:  # (the call only when it may wait)
-                    stalled = self._wait_for_room(len(frame), deadline)
+                stalled = self._wait_for_room(len(frame), deadline)
                 if stalled is None:
                     self._queue.append(_Frame(frame, request_ids))
                     self._queued_bytes += len(frame)
