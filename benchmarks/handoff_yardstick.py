@@ -4,10 +4,10 @@ Usage: ``python -m benchmarks.handoff_yardstick [ROUNDS]`` (default 7).
 
 A client of a few dozen lines makes the hand-offs that ``JsonRpcClient`` makes
 for sixteen threads on one CPU, and nothing else: one reader thread reads the
-echo server's answers and wakes each caller through a socket of the caller's
+echo server's answers and wakes each caller through a pipe of the caller's
 own; while it delivers a chunk, the callers it woke queue their next requests,
 which it writes in one ``write()`` after one ``sched_yield()``.  No deadlines,
-no pending map beyond a dict, no pool of wake sockets, no ordered delivery, no
+no pending map beyond a dict, no pool of wake pipes, no ordered delivery, no
 safety against interrupts or a dead child: only what the kernel and the
 interpreter cost.  Its sixteen threads and ``JsonRpcClient`` at one and sixteen
 threads run interleaved in this process, pinned to one CPU; the medians and two
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -58,7 +57,7 @@ class Yardstick:
         self._waiters: Dict[int, Any] = {}
         self._ids = iter(range(1, 1 << 62))
         self._local = threading.local()
-        self._sockets: List[socket.socket] = []
+        self._pipes: List[int] = []  # descriptors
         self._reader = threading.Thread(target=self._read, name="yardstick-reader", daemon=True)
         self._reader.start()
 
@@ -68,8 +67,9 @@ class Yardstick:
         data = (head + "".join(_encode(params, 0)) + "}\n").encode()
         mine = getattr(self._local, "mine", None)
         if mine is None:
-            mine = self._local.mine = [*socket.socketpair(), None]  # [waker, sleeper, answer]
-            self._sockets += mine[:2]
+            sleeper, waker = os.pipe()
+            mine = self._local.mine = [waker, sleeper, None]  # [waker, sleeper, answer]
+            self._pipes += (waker, sleeper)
         with self._lock:
             self._waiters[request_id] = mine
             if self._holding:
@@ -77,7 +77,7 @@ class Yardstick:
                 data = b""
         if data:
             os.write(self._stdin, data)
-        os.read(mine[1].fileno(), 1)
+        os.read(mine[1], 1)
         return mine[2]["result"]
 
     def _read(self) -> None:
@@ -94,7 +94,7 @@ class Yardstick:
                 with self._lock:
                     mine = self._waiters.pop(message["id"])
                 mine[2] = message
-                os.write(mine[0].fileno(), b"\x01")
+                os.write(mine[0], b"\x01")
             os.sched_yield()
             with self._lock:
                 self._holding = False
@@ -108,8 +108,8 @@ class Yardstick:
         self._child.wait(CLOSE_WAIT_S)
         self._reader.join(CLOSE_WAIT_S)
         self._child.stdout.close()
-        for sock in self._sockets:
-            sock.close()
+        for fd in self._pipes:
+            os.close(fd)
 
 
 def threaded(call: Callable[[str, Any], Any], threads: int, total: int) -> float:

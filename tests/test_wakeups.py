@@ -38,11 +38,30 @@ def pipes() -> Iterator[WakePipes]:
 def test_a_posted_byte_wakes_the_waiter_once(pipes: WakePipes) -> None:
     pipe = pipes.take()
     assert pipe is not None
-    assert not pipe.wait(20)  # nothing posted: the receive timeout passes
+    assert not pipe.wait(20)  # nothing posted: the poll times out
     pipe.post()
     assert pipe.wait(1000)
     assert not pipe.wait(1)  # one byte, read once
     pipes.give(pipe)
+
+
+def test_closing_a_pipe_twice_never_closes_a_descriptor_reused_meanwhile() -> None:
+    pipe = _wakeups.WakePipe()
+    fds = (pipe._send_fd, pipe._receive_fd)
+    pipe.close()
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    reused_r, reused_w = os.pipe()  # the lowest free numbers: likely the ones just closed
+    try:
+        pipe.close()
+        os.fstat(reused_r)  # still open
+        os.fstat(reused_w)
+        with pytest.raises(OSError):
+            pipe.post()  # a closed pipe writes nowhere
+    finally:
+        os.close(reused_r)
+        os.close(reused_w)
 
 
 def test_the_pool_reuses_idle_pipes_and_stops_at_its_limit(pipes: WakePipes) -> None:
