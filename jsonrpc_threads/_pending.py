@@ -179,8 +179,7 @@ class PendingTable:
             return
         with self._lock:
             entry = self._entries.get(request_id)  # type: ignore[arg-type]
-            lane = self._lane
-            outcome = self._answer_outcome(entry, not lane.finished(lane.submitted))
+            outcome = self._answer_outcome(entry, self._lane.busy())
             if outcome == _SETTLE_NOW:
                 del self._entries[request_id]  # type: ignore[arg-type]
             elif outcome == _WAIT_FOR_LANE:
@@ -211,12 +210,11 @@ class PendingTable:
         queued: List[RequestId] = []
         dropped: List[Any] = []  # ids with no request waiting (late, unknown, a second answer)
         invalid: List[Dict[str, Any]] = []
-        lane = self._lane
         with self._lock:
             # One look at the lane for the whole chunk: a notification submitted meanwhile arrived
             # after these answers and does not hold them back; and should the lane catch up part
             # way, the answers after one that waits still wait behind it (arrival order).
-            held_back = not lane.finished(lane.submitted)
+            held_back = self._lane.busy()
             for message in messages:
                 request_id = message.get("id")
                 kind = type(request_id)

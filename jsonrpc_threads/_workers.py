@@ -359,6 +359,10 @@ class SerialLane:
         """True once the task with ``ticket`` (and every one before it) has run."""
         return self._finished >= ticket
 
+    def busy(self) -> bool:
+        """True while a task submitted so far is queued or running (a look without the lock)."""
+        return self._finished < self._submitted
+
     def in_lane(self) -> bool:
         """True when called from this lane's thread."""
         return _local.owner is self

@@ -52,9 +52,10 @@ def test_lane_ticket_is_finished_only_once_its_task_returned() -> None:
     lane = SerialLane("test-lane")
     release, started = threading.Event(), threading.Event()
     try:
+        assert not lane.busy()  # nothing submitted yet
         ticket = lane.submit(lambda: (started.set(), release.wait(WAIT_S)))
         assert started.wait(WAIT_S)
-        assert not lane.finished(ticket)
+        assert not lane.finished(ticket) and lane.busy()
         inside: List[bool] = []
         after = lane.submit(lambda: inside.append(lane.in_lane()))
         release.set()
