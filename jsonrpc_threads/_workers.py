@@ -314,9 +314,9 @@ class SerialLane:
     """One daemon thread running tasks one at a time, in submission order.
 
     The thread starts with the first task and waits for more until
-    :meth:`shutdown`.  ``backlog`` counts tasks queued or running; the client
-    compares it against a sequence number to know whether the notifications
-    that arrived before a response were all handled.
+    :meth:`shutdown`.  Each task gets a ticket (:meth:`submit`); :meth:`busy`
+    tells the pending map whether notifications that arrived before a response
+    are still queued or running, and :meth:`finished` whether a given one ran.
     """
 
     def __init__(self, name: str) -> None:
