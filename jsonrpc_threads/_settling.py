@@ -34,7 +34,7 @@ WAKE_BYTE_WAIT_S = 1.0
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from _thread import LockType
-    from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
+    from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Union
 
     from ._wakeups import WakePipes
 
@@ -150,16 +150,17 @@ class CallWaiter:
         pipes: the client's wake pipes, or None to wait on a lock.
     """
 
-    __slots__ = ("_error", "_lock", "_pipes", "_result", "_settled", "_wake", "_woken")
+    __slots__ = ("_error", "_lock", "_pipes", "_result", "_rouse", "_settled", "_wake", "_woken")
 
     def __init__(self, pipes: Optional[WakePipes] = None) -> None:
-        # _lock guards _settled against _wake: a settler wakes the waiter that is there.
+        # _lock guards _settled against _wake and _rouse: a settler wakes the waiter that is there.
         self._lock = threading.Lock()
         self._settled = False
         self._result: Any = None
         self._error: Optional[BaseException] = None
         self._pipes = pipes
         self._wake: Optional[Union[WakePipe, LockType]] = None  # what the caller sleeps on, once it does
+        self._rouse: Optional[Callable[[], Any]] = None  # what wakes it: the pipe's post, the lock's release
         self._woken = False  # the wake pipe's byte was read
 
     def set_result(self, result: Any) -> None:
@@ -168,9 +169,9 @@ class CallWaiter:
                 return
             self._result = result
             self._settled = True
-            wake = self._wake
-        if wake is not None:
-            _wake_up(wake)
+            rouse = self._rouse
+        if rouse is not None:
+            rouse()
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
         with self._lock:
@@ -178,9 +179,9 @@ class CallWaiter:
                 return
             self._error = exception
             self._settled = True
-            wake = self._wake
-        if wake is not None:
-            _wake_up(wake)
+            rouse = self._rouse
+        if rouse is not None:
+            rouse()
 
     def settled(self) -> bool:
         """True once the answer (or error) is in."""
@@ -193,13 +194,17 @@ class CallWaiter:
         pipes = self._pipes
         pipe = pipes.take() if pipes is not None else None
         lock: Optional[LockType] = None
-        if pipe is None:
-            lock = threading.Lock()
+        if pipe is not None:
+            wake: Union[WakePipe, LockType] = pipe
+            rouse: Callable[[], Any] = pipe.post
+        else:
+            wake = lock = threading.Lock()
+            rouse = lock.release
             lock.acquire()
         with self._lock:
             settled = self._settled
             if not settled:
-                self._wake = pipe if pipe is not None else lock
+                self._wake, self._rouse = wake, rouse
         if settled:
             if pipe is not None and pipes is not None:
                 pipes.give(pipe)  # nobody writes to it
@@ -242,10 +247,10 @@ class CallWaiter:
             while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
                 if time.monotonic() >= end:
                     _log.warning("a wake pipe's byte did not come: the pipe is set aside")
-                    self._wake = None
+                    self._wake = self._rouse = None
                     pipes.drop(pipe)
                     return
-        self._wake = None  # its byte is read: nobody writes to it any more
+        self._wake = self._rouse = None  # its byte is read: nobody writes to it any more
         pipes.give(pipe)
 
     def result(self) -> Any:
@@ -255,13 +260,6 @@ class CallWaiter:
             self._error = None  # no reference cycle through the traceback
             raise error
         return self._result
-
-
-def _wake_up(wake: Union[WakePipe, LockType]) -> None:
-    if isinstance(wake, WakePipe):
-        wake.post()
-    else:
-        wake.release()
 
 
 __all__ = ["CallWaiter", "deferred_callbacks", "settle_exception", "settle_result", "settling"]
