@@ -34,7 +34,7 @@ WAKE_BYTE_WAIT_S = 1.0
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from _thread import LockType
-    from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Union
+    from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
     from ._wakeups import WakePipes
 
@@ -150,17 +150,17 @@ class CallWaiter:
         pipes: the client's wake pipes, or None to wait on a lock.
     """
 
-    __slots__ = ("_error", "_lock", "_pipes", "_result", "_rouse", "_settled", "_wake", "_woken")
+    __slots__ = ("_error", "_lock", "_pipe", "_pipes", "_result", "_rouse", "_settled", "_woken")
 
     def __init__(self, pipes: Optional[WakePipes] = None) -> None:
-        # _lock guards _settled against _wake and _rouse: a settler wakes the waiter that is there.
+        # _lock guards _settled against _rouse: a settler wakes the waiter that is there.
         self._lock = threading.Lock()
         self._settled = False
         self._result: Any = None
         self._error: Optional[BaseException] = None
         self._pipes = pipes
-        self._wake: Optional[Union[WakePipe, LockType]] = None  # what the caller sleeps on, once it does
-        self._rouse: Optional[Callable[[], Any]] = None  # what wakes it: the pipe's post, the lock's release
+        self._pipe: Optional[WakePipe] = None  # the wake pipe the caller sleeps on, once it does
+        self._rouse: Optional[Callable[[], Any]] = None  # what wakes it: the pipe's post, or its lock's release
         self._woken = False  # the wake pipe's byte was read
 
     def set_result(self, result: Any) -> None:
@@ -195,16 +195,15 @@ class CallWaiter:
         pipe = pipes.take() if pipes is not None else None
         lock: Optional[LockType] = None
         if pipe is not None:
-            wake: Union[WakePipe, LockType] = pipe
             rouse: Callable[[], Any] = pipe.post
         else:
-            wake = lock = threading.Lock()
+            lock = threading.Lock()
             rouse = lock.release
             lock.acquire()
         with self._lock:
             settled = self._settled
             if not settled:
-                self._wake, self._rouse = wake, rouse
+                self._pipe, self._rouse = pipe, rouse
         if settled:
             if pipe is not None and pipes is not None:
                 pipes.give(pipe)  # nobody writes to it
@@ -238,19 +237,19 @@ class CallWaiter:
         The settler's byte comes at once (it is on its way); should it not
         come within :data:`WAKE_BYTE_WAIT_S`, the pipe is never used again.
         """
-        pipe = self._wake
+        pipe = self._pipe
         pipes = self._pipes
-        if type(pipe) is not WakePipe or pipes is None:
+        if pipe is None or pipes is None:
             return
         if not self._woken:
             end = time.monotonic() + WAKE_BYTE_WAIT_S
             while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
                 if time.monotonic() >= end:
                     _log.warning("a wake pipe's byte did not come: the pipe is set aside")
-                    self._wake = self._rouse = None
+                    self._pipe = self._rouse = None
                     pipes.drop(pipe)
                     return
-        self._wake = self._rouse = None  # its byte is read: nobody writes to it any more
+        self._pipe = self._rouse = None  # its byte is read: nobody writes to it any more
         pipes.give(pipe)
 
     def result(self) -> Any:

@@ -220,7 +220,7 @@ class JsonRpcClient(Closing):
         """
         if _fork.generation != self._made_in:
             raise self._forked_error()
-        resolved = self.default_timeout if timeout is DEFAULT_TIMEOUT else self._resolve_timeout(timeout)
+        resolved = self._resolve_timeout(timeout)
         request_id = next(self._ids)
         data = messages.encode_request(request_id, method, params)
         future = _request_future(self, request_id)
@@ -263,7 +263,7 @@ class JsonRpcClient(Closing):
         """
         if _fork.generation != self._made_in:
             raise self._forked_error()
-        resolved = self.default_timeout if timeout is DEFAULT_TIMEOUT else self._resolve_timeout(timeout)
+        resolved = self._resolve_timeout(timeout)
         deadline = deadline_after(resolved)
         request_id = next(self._ids)
         data = messages.encode_request(request_id, method, params)

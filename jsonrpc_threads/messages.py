@@ -218,8 +218,7 @@ def encode_request(request_id: RequestId, method: str, params: Params = None) ->
     fast = _fast_dumps
     if fast is None or type(request_id) is not int or type(method) is not str:
         return encode(request_message(request_id, method, params))
-    if type(params) is not dict:  # a dict, the usual params, is taken as it is without one more call
-        params = _normalize_params(params)
+    params = _normalize_params(params)
     method_json = _method_json.get(method)
     try:
         if method_json is None:
