@@ -10,24 +10,35 @@ which it writes in one ``write()`` after one ``sched_yield()``.  No deadlines,
 no pending map beyond a dict, no pool of wake pipes, no ordered delivery, no
 safety against interrupts or a dead child: only what the kernel and the
 interpreter cost.  Its sixteen threads and ``JsonRpcClient`` at one and sixteen
-threads run interleaved in this process, pinned to one CPU; the medians and two
-ratios are printed (our one thread against the yardstick's sixteen and against
-our sixteen).  The difference between the two sixteen-thread rows is the Python
+threads run interleaved in this process, pinned to one CPU; the medians and the
+ratios of our one thread to each sixteen-thread row are printed.  The
+difference between the yardstick's and our sixteen-thread rows is the Python
 of our call path; see "What holds back the targets still missed" in
 ``benchmarks/README.md``.
+
+Two more rows change one thing each:
+
+- the yardstick with its wait bounded (``poll()`` with a timeout before the
+  read, as every wait of ours is bounded): what the bound alone costs;
+- our one thread with every answer handed over by the reader thread (its
+  transport wrapped so that it offers no ``drive_call``): the one-thread row as
+  it was before a caller read its own answer.  Against it, the sixteen-thread
+  ratio is what the same sixteen threads would score had the one thread not
+  become faster.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
 import threading
 import time
 from json import encoder as json_encoder
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from benchmarks.cases import ECHO_COMMAND, ECHO_PARAMS
 from jsonrpc_threads import JsonRpcClient, StdioTransport
@@ -36,6 +47,8 @@ THREADS = 16
 CALLS_PER_ROUND = 16_000
 #: How long closing the yardstick's child may take.
 CLOSE_WAIT_S = 10.0
+#: The bound of one wait in the yardstick's bounded variant (as our WAIT_SLICE_MS).
+BOUNDED_WAIT_MS = 1000
 
 _encode = json_encoder.c_make_encoder(  # type: ignore[attr-defined]
     None, None, json_encoder.encode_basestring, None, ":", ",", False, False, False
@@ -44,9 +57,14 @@ _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 class Yardstick:
-    """The hand-offs alone (see the module docstring).  ``call()`` may be used from many threads."""
+    """The hand-offs alone (see the module docstring).  ``call()`` may be used from many threads.
 
-    def __init__(self) -> None:
+    ``bounded``: each caller polls its pipe with a timeout before reading it,
+    instead of a blocking read alone.
+    """
+
+    def __init__(self, bounded: bool = False) -> None:
+        self._bounded = bounded
         self._child = subprocess.Popen(ECHO_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         assert self._child.stdin is not None and self._child.stdout is not None
         self._stdin = self._child.stdin.fileno()
@@ -68,7 +86,9 @@ class Yardstick:
         mine = getattr(self._local, "mine", None)
         if mine is None:
             sleeper, waker = os.pipe()
-            mine = self._local.mine = [waker, sleeper, None]  # [waker, sleeper, answer]
+            poller = select.poll()
+            poller.register(sleeper, select.POLLIN)
+            mine = self._local.mine = [waker, sleeper, None, poller]  # [waker, sleeper, answer, poller]
             self._pipes += (waker, sleeper)
         with self._lock:
             self._waiters[request_id] = mine
@@ -77,6 +97,9 @@ class Yardstick:
                 data = b""
         if data:
             os.write(self._stdin, data)
+        if self._bounded:
+            while not mine[3].poll(BOUNDED_WAIT_MS):
+                pass
         os.read(mine[1], 1)
         return mine[2]["result"]
 
@@ -112,6 +135,30 @@ class Yardstick:
             os.close(fd)
 
 
+class HandedOver:
+    """A transport with everything but ``drive_call``: the reader thread hands every answer over."""
+
+    def __init__(self, transport: StdioTransport) -> None:
+        self._transport = transport
+        self.label = transport.label
+
+    def start(self, sink: Any) -> None:
+        self._transport.start(sink)
+
+    def send(
+        self,
+        data: bytes,
+        request_ids: Sequence[Any] = (),
+        *,
+        deadline: Optional[float] = None,
+        headers: Any = None,
+    ) -> None:
+        self._transport.send(data, request_ids, deadline=deadline, headers=headers)
+
+    def close(self) -> None:
+        self._transport.close()
+
+
 def threaded(call: Callable[[str, Any], Any], threads: int, total: int) -> float:
     """``threads`` threads calling ``echo`` in a loop, ``total`` calls in all: us a call."""
 
@@ -131,12 +178,16 @@ def threaded(call: Callable[[str, Any], Any], threads: int, total: int) -> float
 def main(rounds: int) -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before any thread: all of them, and the children
     yardstick = Yardstick()
+    bounded = Yardstick(bounded=True)
     client = JsonRpcClient(StdioTransport(ECHO_COMMAND))
+    handed_over = JsonRpcClient(HandedOver(StdioTransport(ECHO_COMMAND)))
     try:
         variants: Dict[str, Callable[[], float]] = {
             "yardstick, 16 threads": lambda: threaded(yardstick.call, THREADS, CALLS_PER_ROUND),
+            "yardstick bounded, 16": lambda: threaded(bounded.call, THREADS, CALLS_PER_ROUND),
             "ours, 16 threads": lambda: threaded(client.call, THREADS, CALLS_PER_ROUND),
             "ours, 1 thread": lambda: threaded(client.call, 1, CALLS_PER_ROUND // 2),
+            "ours, 1 thread handed": lambda: threaded(handed_over.call, 1, CALLS_PER_ROUND // 2),
         }
         for run in variants.values():  # warm up
             run()
@@ -146,13 +197,19 @@ def main(rounds: int) -> None:
                 times[name].append(run())
     finally:
         client.close()
+        handed_over.close()
         yardstick.close()
+        bounded.close()
     median = {name: statistics.median(values) for name, values in times.items()}
     for name, value in median.items():
         print(f"{name:24s} {value:6.1f} us a call")
     one = median["ours, 1 thread"]
     print(f"ours 1 thread / yardstick 16 threads: {one / median['yardstick, 16 threads']:.2f}x")
+    print(f"ours 1 thread / yardstick bounded 16: {one / median['yardstick bounded, 16']:.2f}x")
     print(f"ours 1 thread / ours 16 threads:      {one / median['ours, 16 threads']:.2f}x")
+    handed = median["ours, 1 thread handed"]
+    print(f"ours 1 thread handed / ours 16:       {handed / median['ours, 16 threads']:.2f}x")
+    print(f"the bound, a call: {median['yardstick bounded, 16'] - median['yardstick, 16 threads']:+.1f} us")
 
 
 if __name__ == "__main__":

@@ -53,10 +53,11 @@ def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     assert "| Case |" in markdown and "Targets met:" in markdown
 
 
-def test_the_handoff_yardstick_answers_each_caller_with_its_own_result() -> None:
+@pytest.mark.parametrize("bounded", [False, True], ids=["blocking-read", "bounded-wait"])
+def test_the_handoff_yardstick_answers_each_caller_with_its_own_result(bounded: bool) -> None:
     from benchmarks import handoff_yardstick  # noqa: PLC0415  (its module pins nothing until main())
 
-    yardstick = handoff_yardstick.Yardstick()
+    yardstick = handoff_yardstick.Yardstick(bounded=bounded)
     results: dict = {}
     try:
 
@@ -71,3 +72,18 @@ def test_the_handoff_yardstick_answers_each_caller_with_its_own_result() -> None
     finally:
         yardstick.close()
     assert results == {caller: [{"caller": caller, "i": i} for i in range(50)] for caller in range(4)}
+
+
+def test_the_yardsticks_handed_over_transport_offers_no_direct_read_and_still_answers() -> None:
+    from benchmarks import handoff_yardstick  # noqa: PLC0415
+    from benchmarks.cases import ECHO_COMMAND  # noqa: PLC0415
+    from jsonrpc_threads import JsonRpcClient, StdioTransport  # noqa: PLC0415
+    from jsonrpc_threads.transports.base import DrivesCalls  # noqa: PLC0415
+
+    transport = handoff_yardstick.HandedOver(StdioTransport(ECHO_COMMAND))
+    assert not isinstance(transport, DrivesCalls)
+    client = JsonRpcClient(transport)
+    try:
+        assert [client.call("echo", {"i": i}, timeout=WAIT_S) for i in range(20)] == [{"i": i} for i in range(20)]
+    finally:
+        client.close()
