@@ -18,6 +18,7 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -598,6 +599,18 @@ def test_proxy_from_the_environment_is_used(peer: HttpPeer, monkeypatch: pytest.
         assert client.request("echo", ["pool"]).result(WAIT_S) == ["pool"]
     hosts = {record.headers.get("host") for record in peer.records_for("echo")}
     assert hosts == {"mcp.example.invalid"}
+
+
+@pytest.mark.parametrize("doubled_slash", [False, True], ids=["path", "path-with-a-doubled-slash"])
+def test_every_request_goes_to_the_request_target_of_the_url(peer: HttpPeer, doubled_slash: bool) -> None:
+    # The adapter remembers the target it made of the URL: the same path and query every time.
+    parts = urlsplit(peer.url_with("sse"))
+    url = f"{parts.scheme}://{parts.netloc}/{parts.path}?{parts.query}" if doubled_slash else parts.geturl()
+    with make_client(url) as client:
+        assert [client.call("echo", [i]) for i in range(3)] == [[0], [1], [2]]
+        assert client.request("echo", ["pool"]).result(WAIT_S) == ["pool"]
+    targets = [(record.path, record.query) for record in peer.records_for("echo")]
+    assert targets == [(parts.path, {"mode": ["sse"]})] * 4
 
 
 def test_no_proxy_from_the_environment_is_honoured(peer: HttpPeer, monkeypatch: pytest.MonkeyPatch) -> None:

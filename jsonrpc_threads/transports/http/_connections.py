@@ -52,6 +52,8 @@ COALESCE_BYTES = 64 * 1024
 
 #: How many (URL, TLS settings) pools an adapter remembers before it forgets them all.
 _MAX_REMEMBERED_POOLS = 16
+#: How many URLs' request targets an adapter remembers before it forgets them all.
+_MAX_REMEMBERED_TARGETS = 16
 
 #: The thread's current exchange (see :class:`carrying`).
 _current = threading.local()
@@ -271,6 +273,7 @@ class _Adapter(requests.adapters.HTTPAdapter):
     def __init__(self, connections: Connections, pool_maxsize: int) -> None:
         self._pool_classes = _pool_classes(connections)  # before super(): it builds the pool manager
         self._pools: Dict[Tuple[Any, ...], Any] = {}
+        self._targets: Dict[Any, str] = {}  # URL -> the request target requests makes of it, with no proxy
         super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=0)
 
     def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
@@ -292,6 +295,24 @@ class _Adapter(requests.adapters.HTTPAdapter):
             self._pools[key] = pool
         return pool
 
+    def request_url(self, request: requests.PreparedRequest, proxies: Any) -> str:
+        """The request target ``HTTPAdapter.request_url`` makes of the URL, remembered while no proxy is involved.
+
+        It parses the URL twice and looks for a proxy in an empty mapping (3.4 us,
+        forty function calls, about a seventieth of a loopback round trip) for
+        the same answer every time.
+        """
+        if proxies:
+            return str(super().request_url(request, proxies))
+        url = request.url
+        target = self._targets.get(url)
+        if target is None:
+            target = str(super().request_url(request, proxies))
+            if len(self._targets) >= _MAX_REMEMBERED_TARGETS:
+                self._targets.clear()
+            self._targets[url] = target
+        return target
+
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
         """What ``HTTPAdapter.build_response`` makes, with the cookie jar left until it is read (:class:`_Answer`)."""
         response = _Answer.__new__(_Answer)
@@ -309,6 +330,7 @@ class _Adapter(requests.adapters.HTTPAdapter):
 
     def close(self) -> None:
         self._pools.clear()
+        self._targets.clear()
         super().close()
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
