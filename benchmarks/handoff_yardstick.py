@@ -29,6 +29,7 @@ Two more rows change one thing each:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -177,11 +178,15 @@ def threaded(call: Callable[[str, Any], Any], threads: int, total: int) -> float
 
 def main(rounds: int) -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before any thread: all of them, and the children
-    yardstick = Yardstick()
-    bounded = Yardstick(bounded=True)
-    client = JsonRpcClient(StdioTransport(ECHO_COMMAND))
-    handed_over = JsonRpcClient(HandedOver(StdioTransport(ECHO_COMMAND)))
-    try:
+    with contextlib.ExitStack() as made:  # whatever was made is closed, whatever fails
+        yardstick = Yardstick()
+        made.callback(yardstick.close)
+        bounded = Yardstick(bounded=True)
+        made.callback(bounded.close)
+        client = JsonRpcClient(StdioTransport(ECHO_COMMAND))
+        made.callback(client.close)
+        handed_over = JsonRpcClient(HandedOver(StdioTransport(ECHO_COMMAND)))
+        made.callback(handed_over.close)
         variants: Dict[str, Callable[[], float]] = {
             "yardstick, 16 threads": lambda: threaded(yardstick.call, THREADS, CALLS_PER_ROUND),
             "yardstick bounded, 16": lambda: threaded(bounded.call, THREADS, CALLS_PER_ROUND),
@@ -195,11 +200,6 @@ def main(rounds: int) -> None:
         for _ in range(rounds):
             for name, run in variants.items():
                 times[name].append(run())
-    finally:
-        client.close()
-        handed_over.close()
-        yardstick.close()
-        bounded.close()
     median = {name: statistics.median(values) for name, values in times.items()}
     for name, value in median.items():
         print(f"{name:24s} {value:6.1f} us a call")
