@@ -268,7 +268,7 @@ _FRESH_ANSWER = {name: value for name, value in vars(requests.Response()).items(
 
 
 class _Adapter(requests.adapters.HTTPAdapter):
-    """An adapter over our pool classes; never retries, never redirects; remembers its pool per URL."""
+    """An adapter over our pool classes; never retries, never redirects; remembers pools and request targets per URL."""
 
     def __init__(self, connections: Connections, pool_maxsize: int) -> None:
         self._pool_classes = _pool_classes(connections)  # before super(): it builds the pool manager
