@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import platform
+import select
 import statistics
 import subprocess
 import sys
@@ -49,6 +50,8 @@ ECHO_COMMAND = [sys.executable, str(ECHO_SERVER)]
 ECHO_PARAMS: Dict[str, Any] = {"text": "hello", "n": 1}
 #: The raw pipelined baseline keeps this many lines in flight.
 RAW_WINDOW = 64
+#: The bound of one wait of the bounded raw loop (as our WAIT_SLICE_MS).
+BOUNDED_WAIT_MS = 1000
 THREAD_COUNTS = (1, 4, 16, 64)
 SDK_CONCURRENCY = 16
 HTTP_THREADS = 16
@@ -185,6 +188,55 @@ class RawPipe:
         self.stdout.close()
 
 
+class BoundedRawPipe(RawPipe):
+    """The raw loop with its wait bounded, as every wait of ours is: the floor of a bounded ``call()``.
+
+    stdout is non-blocking; after each write the loop reads what the pipe
+    holds, and only when it holds nothing polls it with a timeout
+    (:data:`BOUNDED_WAIT_MS`) before reading again.  Its own child: the
+    blocking ``readline`` of :class:`RawPipe` cannot share a non-blocking pipe.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pipe = self.proc.stdout  # the unbuffered FileIO (bufsize=0)
+        assert self.pipe is not None
+        try:
+            os.set_blocking(self.pipe.fileno(), False)
+        except OSError:
+            self.close()
+            raise
+        self.poller = select.poll()
+        self.poller.register(self.pipe.fileno(), select.POLLIN)
+        self.view = memoryview(bytearray(256 * 1024))  # one kept buffer: a fresh one per read costs page faults
+
+    def sequential(self, n: int, method: str = "echo", params: Any = ECHO_PARAMS) -> Sample:
+        """Write a line; read, polling with a timeout only when nothing is there; parse it; n times."""
+        write, poll, view = self.stdin.write, self.poller.poll, self.view
+        readinto = self.pipe.readinto  # type: ignore[union-attr]
+        first = self.next_id
+        self.next_id += n
+        held = b""
+        start = time.perf_counter()
+        for request_id in range(first, first + n):
+            message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            write(_dumps(message).encode() + b"\n")
+            while b"\n" not in held:
+                count = readinto(view)
+                if count is None:  # nothing yet: wait for it, bounded
+                    while not poll(BOUNDED_WAIT_MS):
+                        pass
+                elif count:
+                    held += view[:count].tobytes()
+                else:
+                    raise RuntimeError("bounded raw loop: the echo server closed stdout")
+            line, _, held = held.partition(b"\n")
+            answer = _loads(line)
+            if answer["id"] != request_id:
+                raise RuntimeError(f"bounded raw loop: got id {answer['id']}, expected {request_id}")
+        return Sample((time.perf_counter() - start) / n * 1e6)
+
+
 # -- helpers for our client ----------------------------------------------------------------
 
 
@@ -240,22 +292,30 @@ def threaded(call: Callable[[], Any], threads: int, total: int) -> Sample:
 def stdio_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
     rounds = sizes["rounds"]
     rows: List[Dict[str, Any]] = []
-    raw = RawPipe()
-    client = JsonRpcClient(StdioTransport(ECHO_COMMAND))
-    try:
+    with contextlib.ExitStack() as made:  # whatever was made is closed, even when a step fails
+        raw = RawPipe()
+        made.callback(raw.close)
+        bounded = BoundedRawPipe()
+        made.callback(bounded.close)
+        client = JsonRpcClient(StdioTransport(ECHO_COMMAND))
+        made.callback(client.close)
         call, request = client.call, client.request
 
-        # 1. sequential call() vs the raw loop
+        # 1. sequential call() vs the raw loop (and the same loop with its wait bounded, the floor)
         n = sizes["seq"]
         results = run_interleaved(
             {
                 "raw loop": lambda: raw.sequential(n),
+                "bounded raw loop": lambda: bounded.sequential(n),
                 "JsonRpcClient.call()": lambda: sequential(lambda: call("echo", ECHO_PARAMS), n),
             },
             rounds,
         )
         case = "1 stdio sequential"
         rows.append(make_row(case, sched, "raw loop (write, readline, parse)", "baseline", results["raw loop"]))
+        rows.append(
+            make_row(case, sched, "raw loop, wait bounded (read, else poll)", "floor", results["bounded raw loop"])
+        )
         rows.append(make_row(case, sched, "JsonRpcClient.call()", "subject", results["JsonRpcClient.call()"]))
 
         # 2. pipelined request() futures vs a window of 64 lines on the bare pipe
@@ -285,9 +345,6 @@ def stdio_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
             rows.append(
                 make_row(case, sched, f"{count} thread{'s' if count > 1 else ''} x call()", role, results[str(count)])
             )
-    finally:
-        client.close()
-        raw.close()
     return rows
 
 

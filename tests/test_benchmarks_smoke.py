@@ -47,6 +47,9 @@ def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     for row in rows:
         if row["unit"] == "us/call":
             assert row["min"] <= row["median"] <= row["max"]
+    sequential = [r for r in rows if r["case"].startswith("1 ") and r["sched"] == "os"]
+    assert [r["role"] for r in sequential] == ["baseline", "floor", "subject"]
+    assert sequential[2]["vs"].endswith("x bounded")  # call() against the raw loop whose wait is bounded
     subjects = [r for r in rows if r["role"] in ("subject", "metric") and "target" in r and r["target"]]
     assert subjects and all(isinstance(r["met"], bool) for r in subjects)
     markdown = (tmp_path / "results.md").read_text(encoding="utf-8")
@@ -72,6 +75,21 @@ def test_the_handoff_yardstick_answers_each_caller_with_its_own_result(bounded: 
     finally:
         yardstick.close()
     assert results == {caller: [{"caller": caller, "i": i} for i in range(50)] for caller in range(4)}
+
+
+def test_the_bounded_raw_loop_reads_each_answer_for_its_own_request() -> None:
+    from benchmarks.cases import BoundedRawPipe  # noqa: PLC0415
+
+    pipe = BoundedRawPipe()
+    try:
+        first = pipe.sequential(200)
+        pipe.stdin.write(b'{"jsonrpc":"2.0","id":"stray","method":"ping"}\n')  # an answer nobody asked for
+        with pytest.raises(RuntimeError, match="got id stray"):
+            pipe.sequential(1)
+    finally:
+        pipe.close()
+    assert first.us_per_call > 0
+    assert pipe.proc.returncode is not None  # the child is reaped
 
 
 def test_the_yardsticks_handed_over_transport_offers_no_direct_read_and_still_answers() -> None:
