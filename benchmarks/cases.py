@@ -50,8 +50,10 @@ ECHO_COMMAND = [sys.executable, str(ECHO_SERVER)]
 ECHO_PARAMS: Dict[str, Any] = {"text": "hello", "n": 1}
 #: The raw pipelined baseline keeps this many lines in flight.
 RAW_WINDOW = 64
-#: The bound of one wait of the bounded raw loop (as our WAIT_SLICE_MS).
+#: The bound of one wait of the bounded raw loop and the bounded yardstick (as our WAIT_SLICE_MS).
 BOUNDED_WAIT_MS = 1000
+#: How long the bounded raw loop waits for one answer before it gives up.
+BOUNDED_ANSWER_WAIT_S = 30
 THREAD_COUNTS = (1, 4, 16, 64)
 SDK_CONCURRENCY = 16
 HTTP_THREADS = 16
@@ -193,7 +195,8 @@ class BoundedRawPipe(RawPipe):
 
     stdout is non-blocking; after each write the loop reads what the pipe
     holds, and only when it holds nothing polls it with a timeout
-    (:data:`BOUNDED_WAIT_MS`) before reading again.  Its own child: the
+    (:data:`BOUNDED_WAIT_MS`) before reading again; an answer that has not
+    come in :data:`BOUNDED_ANSWER_WAIT_S` raises.  Its own child: the
     blocking ``readline`` of :class:`RawPipe` cannot share a non-blocking pipe.
     """
 
@@ -224,8 +227,13 @@ class BoundedRawPipe(RawPipe):
             while b"\n" not in held:
                 count = readinto(view)
                 if count is None:  # nothing yet: wait for it, bounded
+                    waited_ms = 0
                     while not poll(BOUNDED_WAIT_MS):
-                        pass
+                        waited_ms += BOUNDED_WAIT_MS
+                        if waited_ms >= BOUNDED_ANSWER_WAIT_S * 1000:
+                            raise RuntimeError(
+                                f"bounded raw loop: no answer to {request_id} in {BOUNDED_ANSWER_WAIT_S} s"
+                            )
                 elif count:
                     held += view[:count].tobytes()
                 else:

@@ -41,15 +41,13 @@ import time
 from json import encoder as json_encoder
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from benchmarks.cases import ECHO_COMMAND, ECHO_PARAMS
+from benchmarks.cases import BOUNDED_WAIT_MS, ECHO_COMMAND, ECHO_PARAMS
 from jsonrpc_threads import JsonRpcClient, StdioTransport
 
 THREADS = 16
 CALLS_PER_ROUND = 16_000
 #: How long closing the yardstick's child may take.
 CLOSE_WAIT_S = 10.0
-#: The bound of one wait in the yardstick's bounded variant (as our WAIT_SLICE_MS).
-BOUNDED_WAIT_MS = 1000
 
 _encode = json_encoder.c_make_encoder(  # type: ignore[attr-defined]
     None, None, json_encoder.encode_basestring, None, ":", ",", False, False, False

@@ -192,9 +192,7 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
             ratio = row["median"] / baseline["median"]
             if case.startswith("1 "):
                 limit = TARGETS["seq_pinned"] if sched == "pinned" else TARGETS["seq_os"]
-                text = f"{ratio:.2f}x raw"
-                if floor is not None and floor.get("median"):
-                    text += f"; {row['median'] / floor['median']:.2f}x bounded"
+                text = f"{ratio:.2f}x raw" + _against_floor(row, floor, "bounded")
                 _set(row, ratio, text, f"<= {limit}x", ratio <= limit)
             elif case.startswith("2 "):
                 limit = TARGETS["pipelined_pinned"] if sched == "pinned" else TARGETS["pipelined_os"]
@@ -212,9 +210,7 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
                 )
             elif case.startswith("4 "):
                 speedup = 1.0 / ratio
-                text = f"{speedup:.2f}x faster than SDK"
-                if floor is not None and floor.get("median"):
-                    text += f"; {row['median'] / floor['median']:.2f}x raw"
+                text = f"{speedup:.2f}x faster than SDK" + _against_floor(row, floor, "raw")
                 limit = TARGETS["sdk_pinned"] if sched == "pinned" else TARGETS["sdk"]
                 _set(row, speedup, text, f">= {limit:g}x faster", speedup >= limit)
             elif case.startswith("9 "):
@@ -232,9 +228,7 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
             elif case.startswith("8 "):
                 if baseline["variant"].startswith("multilspy"):
                     speedup = 1.0 / ratio
-                    text = f"{speedup:.2f}x faster than multilspy"
-                    if floor is not None and floor.get("median"):
-                        text += f"; {row['median'] / floor['median']:.2f}x bare"
+                    text = f"{speedup:.2f}x faster than multilspy" + _against_floor(row, floor, "bare")
                     limit = TARGETS["lsp_vs_multilspy"]
                     if "close included" in case:  # a policy, not a speed: see benchmarks/README.md
                         _set(row, speedup, text, "", None)
@@ -257,6 +251,13 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
                     f"<= {limit}x http.client" if sequential else "",
                     to_floor <= limit if sequential and to_floor is not None else None,
                 )
+
+
+def _against_floor(row: Dict[str, Any], floor: Optional[Dict[str, Any]], name: str) -> str:
+    """``"; 1.23x <name>"``: the row against its case's floor, or ``""`` when the case has none measured."""
+    if floor is None or not floor.get("median"):
+        return ""
+    return f"; {row['median'] / floor['median']:.2f}x {name}"
 
 
 def _annotate_metric(row: Dict[str, Any]) -> None:
