@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import json.encoder as _json_encoder
-import re  # loaded by json already
 
 from ._records import Record as _Event
 from .errors import InvalidRequest, JsonRpcError, ParseError, error_from_response
@@ -45,7 +44,8 @@ _dumps = _encoder.encode
 _loads = json.loads
 #: The C scanner where there is one (what json.loads ends in).
 _scan_once: Callable[[str, int], Tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+#: The four characters JSON allows between tokens (RFC 8259), and so after a text.
+_JSON_WHITESPACE = " \t\n\r"
 
 
 def _make_fast_dumps() -> Optional[Callable[[Any], str]]:
@@ -251,8 +251,8 @@ def decode(data: Union[bytes, str]) -> Any:
             value, end = _scan_once(data, 0)
         except (StopIteration, ValueError, RecursionError):
             return _loads(data)
-        if end != len(data) and _JSON_WHITESPACE.match(data, end).end() != len(data):  # type: ignore[union-attr]
-            return _loads(data)
+        if end != len(data) and data[end:].strip(_JSON_WHITESPACE):  # more than whitespace after the value
+            return _loads(data)  # which raises, with the position
         return value
     except (ValueError, RecursionError) as exc:
         # UnicodeDecodeError and JSONDecodeError are both ValueErrors.

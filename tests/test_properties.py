@@ -52,6 +52,23 @@ def test_decode_any_bytes_returns_or_raises_parse_error(data: bytes) -> None:
 
 
 @SETTINGS
+@given(json_values, st.text(alphabet=" \t\n\r\x0b\x0c\u00a0\u2028x,]}", max_size=4))
+def test_decode_takes_what_json_loads_takes_after_a_value(value: Any, tail: str) -> None:
+    # Only JSON's own four whitespace characters may follow a value; anything else
+    # (a form feed, a no-break space, a stray comma or bracket) is a parse error.
+    text = json.dumps(value) + tail
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        try:
+            messages.decode(text.encode())
+        except ParseError:
+            return
+        raise AssertionError(f"decode took {text!r}, which json.loads refuses") from None
+    assert messages.decode(text.encode()) == expected
+
+
+@SETTINGS
 @given(st.one_of(envelopes, json_values))
 def test_parse_message_classifies_or_raises_invalid_request(obj: Any) -> None:
     try:
