@@ -129,9 +129,10 @@ bench-quick: $(BENCH_STAMP) $(MULTILSPY_STAMP)
 	$(PY) -m benchmarks.run --quick
 
 check: $(STAMP)
-	$(PY) -m ruff check jsonrpc_threads
-	$(PY) -m ruff format --check jsonrpc_threads
+	$(PY) -m ruff check jsonrpc_threads benchmarks tests
+	$(PY) -m ruff format --check jsonrpc_threads benchmarks tests
 	$(PY) -m mypy --strict jsonrpc_threads
+	$(PY) -m mypy --strict benchmarks
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(NODE_DIR)/node_modules

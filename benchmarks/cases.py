@@ -34,7 +34,7 @@ import tracemalloc
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Dict, List, Sequence, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Sequence, Tuple, Union, cast
 
 import requests
 
@@ -116,7 +116,8 @@ async def interleave(variants: Dict[str, Variant], rounds: int, warmup: bool = T
     async def run(name: str) -> Sample:
         outcome = variants[name]()
         if asyncio.iscoroutine(outcome) or isinstance(outcome, asyncio.Future):
-            return await outcome
+            sample: Sample = await outcome
+            return sample
         assert isinstance(outcome, Sample)
         return outcome
 
@@ -145,7 +146,7 @@ class RawPipe:
         self.proc = subprocess.Popen(ECHO_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin = self.proc.stdin
-        self.stdout = io.BufferedReader(self.proc.stdout, 256 * 1024)  # type: ignore[arg-type]
+        self.stdout = io.BufferedReader(cast(io.FileIO, self.proc.stdout), 256 * 1024)  # bufsize=0: a FileIO
         self.next_id = 1
 
     def sequential(self, n: int, method: str = "echo", params: Any = ECHO_PARAMS) -> Sample:
@@ -467,11 +468,10 @@ class SdkFromThreads:
         async def hold() -> None:
             self._stop = asyncio.Event()
             params = StdioServerParameters(command=ECHO_COMMAND[0], args=ECHO_COMMAND[1:])
-            async with stdio_client(params) as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream) as session:
-                    await session.initialize()
-                    ready.set_result(session)
-                    await self._stop.wait()
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                ready.set_result(session)
+                await self._stop.wait()
 
         self._held = asyncio.run_coroutine_threadsafe(hold(), self.loop)
         futures_wait([ready, self._held], timeout=SERVER_START_S, return_when=FIRST_COMPLETED)

@@ -187,7 +187,7 @@ class AppServer:
         if not self._listening.wait(SERVER_START_S) or self._port is None:
             self.stop()
             raise RuntimeError(f"{kind} did not start listening:\n" + "\n".join(self.tail))
-        self.url = f"http://{HOST}:{self._port}"
+        self.url: str = f"http://{HOST}:{self._port}"
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -468,10 +468,10 @@ def report(run: Run, finals: Dict[int, Dict[str, Any]], shutdown: Tuple[float, L
         lines.append(f"  worker {pid:<19}{first:>8.1f} -> {last:.1f} MiB ({last - first:+.1f})")
     lines.append("worker threads / fds (a quarter in, every server up -> after the run):")
     thread_growth = fd_growth = 0
-    for pid, samples in sorted(run.health.items()):
+    for pid, reports in sorted(run.health.items()):
         # The baseline: a quarter in, once every server of the worker runs (a server
         # first started later brings its pipes and threads, which are not a leak).
-        later = [facts for at, facts in samples if at >= run.elapsed / 4] or [facts for _, facts in samples]
+        later = [facts for at, facts in reports if at >= run.elapsed / 4] or [facts for _, facts in reports]
         early = [facts for facts in later if all(s["state"] == "running" for s in facts["servers"].values())] or later
         final = finals.get(pid)
         if not early or final is None:

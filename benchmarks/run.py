@@ -386,10 +386,10 @@ def format_markdown(rows: Sequence[Dict[str, Any]], meta: Dict[str, Any]) -> str
 
 def write_chart(rows: Sequence[Dict[str, Any]], path: Path, meta: Dict[str, Any]) -> Optional[str]:
     try:
-        import matplotlib  # noqa: PLC0415  (optional: the bench extra)
+        import matplotlib  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415  (optional: the bench extra)
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415
     except ImportError:
         return "matplotlib is not installed (pip install -e '.[bench]'): no chart"
     timed = [r for r in rows if r.get("unit") == "us/call" and r.get("median")]

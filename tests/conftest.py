@@ -37,11 +37,7 @@ def peer_command(name: str, *flags: str) -> List[str]:
 
 
 def _live_threads(before: Set[threading.Thread]) -> List[threading.Thread]:
-    return [
-        t
-        for t in threading.enumerate()
-        if t not in before and t.is_alive() and t.name not in PROCESS_WIDE_THREADS
-    ]
+    return [t for t in threading.enumerate() if t not in before and t.is_alive() and t.name not in PROCESS_WIDE_THREADS]
 
 
 def _children() -> List[psutil.Process]:

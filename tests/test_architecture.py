@@ -55,7 +55,9 @@ def _table_after(text: str, heading: str) -> List[List[str]]:
 
 
 def test_every_module_is_in_the_internals_table_with_its_docstring() -> None:
-    listed = {row[0].strip("`"): row[1] for row in _table_after(INTERNALS.read_text(encoding="utf-8"), "## Every module")}
+    listed = {
+        row[0].strip("`"): row[1] for row in _table_after(INTERNALS.read_text(encoding="utf-8"), "## Every module")
+    }
     expected = modules()
     assert sorted(set(expected) - set(listed)) == [], "modules missing from docs/internals.md"
     assert sorted(set(listed) - set(expected)) == [], "docs/internals.md lists modules that do not exist"
@@ -68,7 +70,9 @@ def test_the_readme_names_every_top_level_module_and_package() -> None:
     named: Set[str] = set()
     for row in rows:
         named.update(re.findall(r"`([^`]+)`", row[0]))
-    top = {p.name for p in PACKAGE.glob("*.py")} | {p.name + "/" for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    top = {p.name for p in PACKAGE.glob("*.py")} | {
+        p.name + "/" for p in PACKAGE.iterdir() if (p / "__init__.py").exists()
+    }
     top.discard("__init__.py")
     assert sorted(top - named) == [], "top-level modules the README's Architecture table does not name"
     assert sorted(named - top) == [], "the README's Architecture table names what does not exist"

@@ -285,8 +285,8 @@ def test_pre_registered_client_and_explicit_authorize(peer: OAuthPeer) -> None:
     peer.add_client("app", "app-secret", "client_secret_post", [REDIRECT_URI])
     auth = headless(
         client_id="app",
-        client_secret="app-secret",  # noqa: S106 - a test client
-        token_endpoint_auth_method="client_secret_post",  # noqa: S106
+        client_secret="app-secret",  # a test client
+        token_endpoint_auth_method="client_secret_post",
     )
     auth.authorize(peer.mcp_url)
     with rpc_client(peer, auth) as client:
@@ -298,7 +298,7 @@ def test_pre_registered_client_and_explicit_authorize(peer: OAuthPeer) -> None:
 
 def test_client_credentials_grant(peer: OAuthPeer) -> None:
     peer.add_client("machine", "machine-secret", "client_secret_basic", [])
-    auth = OAuth(client_id="machine", client_secret="machine-secret", client_credentials=True)  # noqa: S106
+    auth = OAuth(client_id="machine", client_secret="machine-secret", client_credentials=True)
     with rpc_client(peer, auth) as client:
         client.call("ping")
     assert peer.token_requests == ["client_credentials"]
@@ -330,7 +330,7 @@ def test_memory_store_copies() -> None:
     store = MemoryTokenStore()
     entry = {"token": {"access_token": "a"}}
     store.save("k", entry)
-    entry["token"]["access_token"] = "changed"  # noqa: S105
+    entry["token"]["access_token"] = "changed"
     loaded = store.load("k")
     assert loaded == {"token": {"access_token": "a"}}
     store.delete("k")

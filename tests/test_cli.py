@@ -266,7 +266,7 @@ def test_rpc_stdio_passes_an_allowlist_of_the_environment(tmp_path: Path) -> Non
     assert child["GREETING"] == "hello world" and child["EMPTY"] == "" and "JSONRPC_THREADS_CLI_SECRET" not in child
     result = run("rpc", "--stdio", server, "env", "--inherit-env", "--env", "GREETING=hi", env=secret)
     child = json.loads(result.out)
-    assert child["JSONRPC_THREADS_CLI_SECRET"] == "s3cret" and child["GREETING"] == "hi"  # noqa: S105
+    assert child["JSONRPC_THREADS_CLI_SECRET"] == "s3cret" and child["GREETING"] == "hi"
     for bad in (["--env", "NOVALUE"], ["--env", "=x"]):
         result = run("rpc", "--stdio", server, "env", *bad)
         assert result.code == 2 and "NAME=VALUE" in one_line(result.err), result

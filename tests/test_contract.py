@@ -123,7 +123,10 @@ def test_cancel_withdraws_and_tells_the_peer(connect: Any) -> None:
     with pytest.raises(CancelledError):
         future.result()
     log = client.call("notifications_log", {"wait_for": 1, "timeout": 5.0})
-    assert {"method": "notifications/cancelled", "params": {"requestId": future.request_id, "reason": "Cancelled by the client"}} in log
+    assert {
+        "method": "notifications/cancelled",
+        "params": {"requestId": future.request_id, "reason": "Cancelled by the client"},
+    } in log
     assert client.call("echo", [2]) == [2]
 
 
@@ -148,7 +151,7 @@ def test_close_fails_everything_pending_at_once(client: JsonRpcClient) -> None:
     start = time.monotonic()
     client.close()
     assert time.monotonic() - start < 5
-    done, not_done = wait(futures, timeout=WAIT_S)
+    _done, not_done = wait(futures, timeout=WAIT_S)
     assert not not_done
     assert all(isinstance(f.exception(), TransportClosed) for f in futures)
     with pytest.raises(TransportClosed):

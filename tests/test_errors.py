@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional, Type
 
 import pytest
 
-from jsonrpc_threads import errors
+from jsonrpc_threads import auth, errors, mcp
 from jsonrpc_threads.errors import (
     AuthorizationError,
     ConfigError,
@@ -39,6 +39,7 @@ from jsonrpc_threads.errors import (
     UnknownTool,
     error_from_response,
 )
+from jsonrpc_threads.mcp import config, registry
 
 STANDARD = [
     (ParseError, -32700),
@@ -152,7 +153,12 @@ def test_local_failures_are_not_remote_errors() -> None:
     local = {cls for cls in SAMPLES if not issubclass(cls, RemoteError)}
     assert {TransportClosed, RequestTimeout, HttpError, ConfigError, ServerUnavailable, MethodNotFound} <= local
     remote = set(SAMPLES) - local
-    assert remote == {RemoteError, *errors.REMOTE_ERRORS.values(), *errors.PROTOCOL_ERRORS.values(), *errors.MCP_ERRORS.values()}
+    assert remote == {
+        RemoteError,
+        *errors.REMOTE_ERRORS.values(),
+        *errors.PROTOCOL_ERRORS.values(),
+        *errors.MCP_ERRORS.values(),
+    }
 
 
 def test_builtin_bases() -> None:
@@ -173,9 +179,6 @@ def test_builtin_bases() -> None:
 
 
 def test_the_layers_raise_the_classes_defined_here() -> None:
-    from jsonrpc_threads import auth, mcp
-    from jsonrpc_threads.mcp import config, registry
-
     assert auth.AuthorizationError is AuthorizationError
     assert mcp.ProtocolVersionError is ProtocolVersionError
     assert config.ConfigError is ConfigError

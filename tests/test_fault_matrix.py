@@ -882,7 +882,9 @@ def readme_section() -> str:
 def test_readme_matches_the_matrix() -> None:
     text = README.read_text(encoding="utf-8")
     if README_HEADING not in text:
-        pytest.skip("docs/failure-modes.md has no 'Failure modes' page yet (python -m tests.test_fault_matrix prints it)")
+        pytest.skip(
+            "docs/failure-modes.md has no 'Failure modes' page yet (python -m tests.test_fault_matrix prints it)"
+        )
     start = text.index(README_HEADING)
     following = text.find("\n## ", start + len(README_HEADING))
     section = text[start : following + 1 if following >= 0 else len(text)]

@@ -98,7 +98,7 @@ def test_a_client_made_in_the_forked_process_works_there() -> None:
         os.waitpid(pid, 0)
         print("parent:", parent_client.call("echo", ["mine"]))
         parent_client.close()
-        """
+        """  # noqa: E501 - a line of the script run in the fork
     )
     assert "child: ['own'] RequestTimeout" in lines
     assert "parent: ['mine']" in lines

@@ -18,6 +18,7 @@ from jsonrpc_threads.framing import (
     encode_content_length,
     encode_line,
 )
+
 Frame = Any
 
 Decoder = Any
@@ -123,7 +124,12 @@ def test_content_length_messages_with_content_type_and_lf_only_headers() -> None
 
 def test_a_bad_header_is_skipped_and_the_stream_goes_on() -> None:
     good = b'{"ok":true}'
-    data = b"Content-Length: twelve\r\n\r\n" + encode_content_length(good) + b"X-Other: 1\r\n\r\n" + encode_content_length(good)
+    data = (
+        b"Content-Length: twelve\r\n\r\n"
+        + encode_content_length(good)
+        + b"X-Other: 1\r\n\r\n"
+        + encode_content_length(good)
+    )
     out = every_two_way_split(lambda: ContentLengthDecoder(1000), data)
     assert [item for item in out if isinstance(item, bytes)] == [good, good]
     assert sum(isinstance(item, FramingError) for item in out) == 2
@@ -337,11 +343,12 @@ def test_sse_any_split_same_events(events: List[Any], newline: bytes, cuts: List
         if retry is not None:
             lines.append(f"retry: {retry}")
         lines.extend("data: " + line for line in data_lines)
+        event_data = data_lines
         if len(lines) == int(comment):
             lines.append("data:")  # every event has a field
-            data_lines = [""]
+            event_data = [""]
         stream += newline.join(line.encode() for line in lines) + newline + newline
-        expected.append((event_id, name or "message", "\n".join(data_lines), retry))
+        expected.append((event_id, name or "message", "\n".join(event_data), retry))
     assert sse_in_pieces(stream, cuts, 10_000) == expected
 
 

@@ -30,7 +30,6 @@ print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h +
 """
 
 
-
 def loaded_after(statement: str, heavy: tuple = HEAVY) -> List[str]:
     """The heavy modules in ``sys.modules`` of a fresh interpreter after ``statement``."""
     completed = subprocess.run(

@@ -85,9 +85,9 @@ def test_200_http_clients_leak_nothing() -> None:
 
 
 def _stdio_dies_at_start(i: int) -> None:
-    with JsonRpcClient(StdioTransport(peer_command("stdio_peer", "--exit-at-start", "1"))) as client:
-        with pytest.raises(TransportClosed):
-            client.call("echo", [i], timeout=WAIT_S)
+    command = peer_command("stdio_peer", "--exit-at-start", "1")
+    with JsonRpcClient(StdioTransport(command)) as client, pytest.raises(TransportClosed):
+        client.call("echo", [i], timeout=WAIT_S)
 
 
 def _stdio_dies_mid_call(i: int) -> None:
@@ -99,9 +99,8 @@ def _stdio_dies_mid_call(i: int) -> None:
 
 
 def _stdio_timeout_then_close(i: int) -> None:
-    with JsonRpcClient(StdioTransport(peer_command("stdio_peer"))) as client:
-        with pytest.raises(RequestTimeout):
-            client.call("never", timeout=0.02)
+    with JsonRpcClient(StdioTransport(peer_command("stdio_peer"))) as client, pytest.raises(RequestTimeout):
+        client.call("never", timeout=0.02)
 
 
 STDIO_ERROR_PATHS: Dict[str, Callable[[int], None]] = {
@@ -118,9 +117,9 @@ def test_stdio_error_paths_leak_nothing(path: str) -> None:
 
 def _http_error_path(path: str, server: HttpPeerProcess) -> Callable[[int], None]:
     def refused(i: int) -> None:
-        with JsonRpcClient(HttpTransport(f"http://127.0.0.1:{free_port()}/mcp")) as client:
-            with pytest.raises(HttpConnectionError):
-                client.call("echo", [i], timeout=WAIT_S)
+        url = f"http://127.0.0.1:{free_port()}/mcp"
+        with JsonRpcClient(HttpTransport(url)) as client, pytest.raises(HttpConnectionError):
+            client.call("echo", [i], timeout=WAIT_S)
 
     def reset(i: int) -> None:
         with JsonRpcClient(HttpTransport(server.url_with("sse"))) as client:
@@ -130,16 +129,14 @@ def _http_error_path(path: str, server: HttpPeerProcess) -> Callable[[int], None
 
     def stalled(i: int) -> None:
         stall = {"chunks": ['{"jsonrpc": "2.0", "id": {id}, "result": '], "then": "stall"}
-        with JsonRpcClient(HttpTransport(server.url)) as client:
-            with pytest.raises(RequestTimeout):
-                client.call("raw_answer", stall, timeout=0.05)
+        with JsonRpcClient(HttpTransport(server.url)) as client, pytest.raises(RequestTimeout):
+            client.call("raw_answer", stall, timeout=0.05)
             # close() must interrupt the pool thread still blocked reading the answer
 
     def read_timeout(i: int) -> None:
         stall = {"chunks": ['{"jsonrpc": "2.0", "id": {id}, "result": '], "then": "stall"}
-        with JsonRpcClient(HttpTransport(server.url, read_timeout=0.05)) as client:
-            with pytest.raises(HttpConnectionError):
-                client.call("raw_answer", stall, timeout=WAIT_S)
+        with JsonRpcClient(HttpTransport(server.url, read_timeout=0.05)) as client, pytest.raises(HttpConnectionError):
+            client.call("raw_answer", stall, timeout=WAIT_S)
 
     return {"refused": refused, "reset": reset, "stalled": stalled, "read-timeout": read_timeout}[path]
 

@@ -165,9 +165,9 @@ def test_pyright_streams_partial_results_that_the_helpers_join(project: Path) ->
 
 
 def test_pylsp_has_no_workspace_symbols_and_says_so(project: Path) -> None:
-    with LspClient(pylsp_command(), root_uri=project, default_timeout=TIMEOUT_S) as lsp:
-        with pytest.raises(RemoteError) as caught:
-            lsp.workspace_symbols("greet")
+    command = pylsp_command()
+    with LspClient(command, root_uri=project, default_timeout=TIMEOUT_S) as lsp, pytest.raises(RemoteError) as caught:
+        lsp.workspace_symbols("greet")
     assert caught.value.code == -32601
 
 
@@ -180,10 +180,13 @@ def test_a_server_killed_mid_request_fails_the_pending_calls_with_its_exit_code_
         main = lsp.open(project / "main.py")
         pid = lsp.transport.pid  # type: ignore[attr-defined]
         os.kill(pid, signal.SIGSTOP)  # it reads nothing more: the requests below stay pending
-        futures = [lsp.request("textDocument/hover", {"textDocument": {"uri": main}, "position": p}) for p in (
-            {"line": 2, "character": 10},
-            {"line": 3, "character": 6},
-        )]
+        futures = [
+            lsp.request("textDocument/hover", {"textDocument": {"uri": main}, "position": p})
+            for p in (
+                {"line": 2, "character": 10},
+                {"line": 3, "character": 6},
+            )
+        ]
         blocked: List[BaseException] = []
         caller = threading.Thread(target=lambda: _record(blocked, lambda: lsp.definition(main, 2, 10)))
         caller.start()

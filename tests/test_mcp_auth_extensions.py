@@ -19,14 +19,14 @@ import pytest
 
 pytest.importorskip("authlib", reason="the oauth extra (Authlib) is needed")
 
-from cryptography.exceptions import InvalidSignature  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature  # noqa: E402
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from jsonrpc_threads.auth import AssertionRequest, AuthorizationError, OAuth, WorkloadIdentity  # noqa: E402
-from jsonrpc_threads.auth._dpop import DpopKey, Nonces, htu, supports  # noqa: E402
-from jsonrpc_threads.auth._metadata import auth_challenge  # noqa: E402
+from jsonrpc_threads.auth import AssertionRequest, AuthorizationError, OAuth, WorkloadIdentity
+from jsonrpc_threads.auth._dpop import DpopKey, Nonces, htu, supports
+from jsonrpc_threads.auth._metadata import auth_challenge
 
 
 def b64url_decode(text: str) -> bytes:

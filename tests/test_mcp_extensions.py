@@ -29,7 +29,7 @@ from .peers.mcp_launch import ServerProcess
 
 pytest.importorskip("mcp.server.mcpserver", reason="the official MCP Python SDK (mcp>=2, Python>=3.10) is needed")
 
-from .peers.mcp_ext_peer import FORMS_URI, SCHEMA_2020, SKILL_URI  # noqa: E402 - needs the SDK
+from .peers.mcp_ext_peer import FORMS_URI, SCHEMA_2020, SKILL_URI
 
 WAIT_S = 20.0
 
@@ -165,7 +165,11 @@ def test_a_loaded_skill_is_verified_and_reads_its_listed_files_only() -> None:
     with ext_stdio() as client:
         skill = client.load_skill(client.list_skills()[0])
         assert skill.name == "pdf-tools"
-        assert skill.frontmatter == {"name": "pdf-tools", "description": "Fill in PDF forms", "metadata": {"version": "2.1.0"}}
+        assert skill.frontmatter == {
+            "name": "pdf-tools",
+            "description": "Fill in PDF forms",
+            "metadata": {"version": "2.1.0"},
+        }
         assert skill.files() == [SKILL_URI, FORMS_URI]
         assert reads_of(client) == [SKILL_URI]  # supporting files only when they are read
         assert skill.read("references/FORMS.md") == "The forms, one by one.\n"

@@ -159,7 +159,9 @@ def test_a_valid_plan_follows_properties_chains() -> None:
         (tool_schema({"v": {"type": "null", "x-mcp-header": "Nil"}}), "not a string"),
         (tool_schema({"v": {"type": "number", "x-mcp-header": "Num"}}), "not a string"),
         (
-            tool_schema({"a": {"type": "string", "x-mcp-header": "MyField"}, "b": {"type": "string", "x-mcp-header": "myfield"}}),
+            tool_schema(
+                {"a": {"type": "string", "x-mcp-header": "MyField"}, "b": {"type": "string", "x-mcp-header": "myfield"}}
+            ),
             "repeats",
         ),
         (tool_schema({"v": {"type": "array", "items": {"type": "string", "x-mcp-header": "In"}}}), "reachable"),
@@ -184,7 +186,10 @@ def test_message_headers_mirror_method_name_and_designated_arguments() -> None:
             }
         )
     )
-    params = {"name": "execute_sql", "arguments": {"region": "us-west1", "verbose": None, "greeting": "héllo", "query": "q"}}
+    params = {
+        "name": "execute_sql",
+        "arguments": {"region": "us-west1", "verbose": None, "greeting": "héllo", "query": "q"},
+    }
     assert message_headers("2026-07-28", "tools/call", params, plan) == {
         "MCP-Protocol-Version": "2026-07-28",
         "Mcp-Method": "tools/call",
@@ -288,7 +293,12 @@ def test_the_retry_echoes_request_state_exactly_or_not_at_all() -> None:
     original = {"name": "t", "arguments": {}, "inputResponses": {"old": 1}, "requestState": "old"}
     state = '{"nonce": "é", "spaces": [ 1, 2 ]}'
     retried = retry_params(original, {"k": {"action": "accept"}}, state)
-    assert retried == {"name": "t", "arguments": {}, "inputResponses": {"k": {"action": "accept"}}, "requestState": state}
+    assert retried == {
+        "name": "t",
+        "arguments": {},
+        "inputResponses": {"k": {"action": "accept"}},
+        "requestState": state,
+    }
     assert retry_params({"name": "t"}, {"k": 1}, None) == {"name": "t", "inputResponses": {"k": 1}}
     assert retry_params({"name": "t"}, {}, None) == {"name": "t"}
     with pytest.raises(ProtocolError):

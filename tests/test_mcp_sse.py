@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from typing import Any, Dict, Iterator, List
 

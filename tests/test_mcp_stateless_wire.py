@@ -71,7 +71,9 @@ def test_a_fresh_list_is_reused_until_a_notification_or_its_ttl(peer: StatelessP
     assert peer.lists == 4
 
 
-def test_a_tool_with_an_invalid_header_annotation_is_left_out(peer: StatelessPeer, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_tool_with_an_invalid_header_annotation_is_left_out(
+    peer: StatelessPeer, caplog: pytest.LogCaptureFixture
+) -> None:
     with connect(peer) as client:
         names = [tool["name"] for tool in client.list_tools()]
     assert "bad_header" not in names and "regional" in names

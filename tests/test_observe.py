@@ -49,7 +49,7 @@ def test_stats_count_calls_errors_timeouts_cancels_and_pending(client: JsonRpcCl
 
 def test_stats_count_the_requests_lost_with_the_transport(client: JsonRpcClient) -> None:
     pending = [client.request("sleep", {"seconds": 5}, timeout=WAIT_S) for _ in range(3)]
-    with pytest.raises(Exception):  # noqa: B017,PT011 - the peer exits: TransportClosed
+    with pytest.raises(Exception):  # noqa: B017 - the peer exits: TransportClosed
         client.call("exit", {"code": 1})
     for future in pending:
         assert future.exception(WAIT_S) is not None
@@ -131,12 +131,12 @@ def test_each_tool_call_is_a_span_whose_traceparent_reaches_the_server() -> None
     recording = RecordingMcpServer()
     with WsgirefServer(JsonRpcApp(recording)) as server:
         config = {"mcpServers": {"web": {"url": server.url}}}
-        with ToolRegistry.from_config(config, tracing=provider, default_timeout=WAIT_S) as registry:
-            with tracer.start_as_current_span("handle a request") as parent:
-                assert registry.call_tool("web", "add", {"a": 1, "b": 2})["content"][0]["text"] == "3"
-                assert registry.call_tool("web", "fail", {"message": "no"})["isError"] is True
-                with pytest.raises(RequestTimeout):
-                    registry.call_tool("web", "slow", {"seconds": 3}, timeout=0.2)
+        registry = ToolRegistry.from_config(config, tracing=provider, default_timeout=WAIT_S)
+        with registry, tracer.start_as_current_span("handle a request") as parent:
+            assert registry.call_tool("web", "add", {"a": 1, "b": 2})["content"][0]["text"] == "3"
+            assert registry.call_tool("web", "fail", {"message": "no"})["isError"] is True
+            with pytest.raises(RequestTimeout):
+                registry.call_tool("web", "slow", {"seconds": 3}, timeout=0.2)
     spans = {span.name: span for span in exporter.get_finished_spans()}
     add = spans["tools/call add"]
     assert add.kind == SpanKind.CLIENT and add.parent is not None
@@ -155,14 +155,14 @@ def test_each_tool_call_is_a_span_whose_traceparent_reaches_the_server() -> None
 
 
 def test_without_tracing_nothing_of_opentelemetry_is_imported() -> None:
-    script = f"""
+    script = """
 import sys
 from jsonrpc_threads.mcp import ToolRegistry
-config = {{"mcpServers": {{"example": {{"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}}}}}}
+config = {"mcpServers": {"example": {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}}}
 with ToolRegistry.from_config(config) as registry:
-    assert registry.call_tool("example", "add", {{"a": 1, "b": 1}})["content"][0]["text"] == "2"
+    assert registry.call_tool("example", "add", {"a": 1, "b": 1})["content"][0]["text"] == "2"
 print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
-"""
+"""  # noqa: E501 - a line of the script run in a fresh interpreter
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

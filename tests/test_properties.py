@@ -11,9 +11,9 @@ from typing import Any, List
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jsonrpc_threads import StdioTransport, messages
+from jsonrpc_threads import JsonRpcClient, StdioTransport, messages
+from jsonrpc_threads.errors import InvalidRequest, JsonRpcError, ParseError
 from jsonrpc_threads.framing import Oversized, SseDecoder
-from jsonrpc_threads.errors import InvalidRequest, JsonRpcError, MessageTooLarge, ParseError
 from jsonrpc_threads.server import serve
 
 from .conftest import peer_command
@@ -23,7 +23,9 @@ json_scalars = st.one_of(
 )
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 ids = st.one_of(st.integers(), st.text(max_size=8), st.none(), st.booleans(), st.floats(allow_nan=False))
@@ -111,7 +113,11 @@ def _well_formed(answer: Any) -> bool:
         return False
     if "error" in answer:
         error = answer["error"]
-        return isinstance(error.get("code"), int) and isinstance(error.get("message"), str) and "Traceback" not in json.dumps(error)
+        return (
+            isinstance(error.get("code"), int)
+            and isinstance(error.get("message"), str)
+            and "Traceback" not in json.dumps(error)
+        )
     return True
 
 
@@ -147,10 +153,13 @@ class _RecordingTransport:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.binary(max_size=60), st.one_of(envelopes, json_values).map(lambda o: json.dumps(o).encode())), max_size=8))
+@given(
+    st.lists(
+        st.one_of(st.binary(max_size=60), st.one_of(envelopes, json_values).map(lambda o: json.dumps(o).encode())),
+        max_size=8,
+    )
+)
 def test_client_dispatch_never_raises_and_still_matches_responses(incoming: List[bytes]) -> None:
-    from jsonrpc_threads import JsonRpcClient
-
     transport = _RecordingTransport()
     client = JsonRpcClient(transport, default_timeout=None)  # type: ignore[arg-type]
     try:

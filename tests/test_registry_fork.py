@@ -74,7 +74,7 @@ def test_a_forked_process_starts_its_own_servers_and_the_parents_call_in_flight_
         print("parent: add", call("mcp__example__add", {"a": 3, "b": 4}))
         registry.close()
         print("parent: reclaimed", not alive(server))
-        """
+        """  # noqa: E501 - a line of the script run in the fork
     )
     assert "child: inherited idle None" in lines
     assert "child: add 3" in lines

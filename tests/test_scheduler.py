@@ -50,7 +50,9 @@ def test_many_deadlines_cost_one_thread_and_compaction_keeps_memory_bounded(sche
     assert len(scheduler._heap) < 50_000  # cancelled entries were compacted away
 
 
-def test_a_failing_callback_is_logged_and_the_thread_goes_on(scheduler: Scheduler, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_callback_is_logged_and_the_thread_goes_on(
+    scheduler: Scheduler, caplog: pytest.LogCaptureFixture
+) -> None:
     fired = threading.Event()
 
     def boom() -> None:

@@ -329,7 +329,9 @@ def test_no_secret_in_any_log_record_across_a_full_exchange(peer: HttpPeer, capl
     assert leaked == []
     assert any("<redacted>" in record.getMessage() for record in caplog.records)
     # urllib3 wrote its request lines (path and query) for our requests, redacted
-    request_lines = [r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool" and '"POST ' in r.getMessage()]
+    request_lines = [
+        r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool" and '"POST ' in r.getMessage()
+    ]
     assert request_lines and all("?<redacted>" in line for line in request_lines)
 
 

@@ -213,7 +213,7 @@ def test_soak(request: pytest.FixtureRequest) -> None:
             ops, weights = zip(*OPS)
 
             def worker(seed: int) -> None:
-                rng = random.Random(seed)  # noqa: S311 (a reproducible mix, not a secret)
+                rng = random.Random(seed)  # a reproducible mix, not a secret
                 outstanding: List[Future[Any]] = []
                 try:
                     while not stop.is_set():

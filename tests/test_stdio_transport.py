@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import psutil
 import pytest
 
+from jsonrpc_threads import JsonRpcClient, MethodNotFound, RequestTimeout
 from jsonrpc_threads.errors import MessageTooLarge, RequestId, TransportClosed
 from jsonrpc_threads.transports._poll import POLL_SLICE_MS, poll_timeout_ms
 from jsonrpc_threads.transports.base import Transport
@@ -229,8 +230,9 @@ def test_sends_to_a_child_that_does_not_read_return_at_once(make: Maker) -> None
 
 def test_a_thread_pipelining_to_a_child_that_is_behind_hands_the_writing_over(make: Maker) -> None:
     # The child reads nothing for a second; one thread sends 300 small requests (19 KB), less than
-    # the pipe holds even with what the child's buffered reader took before it paused.  Once 4 KiB wait unread, the rest are queued for the writer thread (one
-    # write for many) instead of a system call each; every answer still comes, in order.
+    # the pipe holds even with what the child's buffered reader took before it paused.  Once 4 KiB
+    # wait unread, the rest are queued for the writer thread (one write for many) instead of a
+    # system call each; every answer still comes, in order.
     transport, sink = make()
     writer = transport._child.writer
     assert writer is not None
@@ -330,7 +332,7 @@ def test_environment_is_an_allowlist(make: Maker, monkeypatch: pytest.MonkeyPatc
 
     transport, sink = make(inherit_env=True, env={"JSONRPC_THREADS_TEST_EXTRA": "2"})
     env = call(transport, sink, 1, "env")
-    assert env["JSONRPC_THREADS_TEST_SECRET"] == "s3cret"  # noqa: S105
+    assert env["JSONRPC_THREADS_TEST_SECRET"] == "s3cret"
     assert env["JSONRPC_THREADS_TEST_EXTRA"] == "2"
 
 
@@ -743,8 +745,6 @@ def test_interpreter_exit_closes_open_transports(flags: Tuple[str, ...]) -> None
 
 
 def test_content_length_framing_round_trip_with_a_language_server_style_peer() -> None:
-    from jsonrpc_threads import JsonRpcClient, MethodNotFound
-
     transport = StdioTransport(peer_command("content_length_peer"), framing="content-length")
     with JsonRpcClient(transport) as client:
         text = "caf\u00e9 \u2028 \U0001f600 " + "x" * 100_000
@@ -756,17 +756,15 @@ def test_content_length_framing_round_trip_with_a_language_server_style_peer() -
 
 
 def test_a_timeout_says_when_a_line_framed_stream_carries_content_length_headers() -> None:
-    from jsonrpc_threads import JsonRpcClient, RequestTimeout
-
     # The mistake of a user who starts a language server with the default framing:
     # the server cannot read our lines, but its start-up output tells what it speaks.
     script = (
         "import sys; sys.stderr.write('server says hello\\n'); sys.stderr.flush(); "
         "sys.stdout.buffer.write(b'Content-Length: 2\\r\\n\\r\\n{}'); sys.stdout.flush(); sys.stdin.read()"
     )
-    with JsonRpcClient(StdioTransport([sys.executable, "-c", script])) as client:
-        with pytest.raises(RequestTimeout) as caught:
-            client.call("initialize", {}, timeout=1.0)
+    command = [sys.executable, "-c", script]
+    with JsonRpcClient(StdioTransport(command)) as client, pytest.raises(RequestTimeout) as caught:
+        client.call("initialize", {}, timeout=1.0)
     assert 'framing="content-length"' in str(caught.value)
     assert "server says hello" in caught.value.hint
 

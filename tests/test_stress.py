@@ -14,7 +14,7 @@ import os
 import random
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, as_completed, wait
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
@@ -217,8 +217,6 @@ def test_calls_settle_once_over_a_real_child(ledger: Ledger) -> None:
 @pytest.mark.timeout(300)
 def test_waiters_of_every_kind_see_every_settle() -> None:
     """result(), wait(), as_completed() and done-callbacks racing the settle path: no wake-up is lost."""
-    from concurrent.futures import FIRST_COMPLETED, as_completed, wait
-
     seed = SEED + 3
 
     def quick(peer: MemoryPeer, request: Message) -> Sequence[Tuple[float, Message]]:
@@ -231,10 +229,10 @@ def test_waiters_of_every_kind_see_every_settle() -> None:
             futures = [client.request("work", timeout=30) for _ in range(250)]
             seen = threading.Semaphore(0)
             for future in futures[::7]:
-                future.add_done_callback(lambda f: seen.release())
+                future.add_done_callback(lambda f, seen=seen: seen.release())
             done_by_as_completed: List[Future[Any]] = []
             collector = threading.Thread(
-                target=lambda: done_by_as_completed.extend(as_completed(futures, timeout=SETTLE_WAIT_S))
+                target=lambda out=done_by_as_completed, fs=futures: out.extend(as_completed(fs, timeout=SETTLE_WAIT_S))
             )
             collector.start()
             remaining = set(futures)

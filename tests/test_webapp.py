@@ -15,19 +15,19 @@ import requests
 
 pytest.importorskip("flask")
 
-from jsonrpc_threads import HttpTransport  # noqa: E402
-from jsonrpc_threads.examples.webapp import create_app  # noqa: E402
-from jsonrpc_threads.mcp import McpClient  # noqa: E402
+from jsonrpc_threads import HttpTransport
+from jsonrpc_threads.examples.webapp import create_app
+from jsonrpc_threads.mcp import McpClient
 
-from .registry_support import EXAMPLE, MISSING, WAIT_S, baseline, make_registry  # noqa: E402, F401
-from .wsgi_support import WaitressServer  # noqa: E402
+from .registry_support import EXAMPLE, MISSING, WAIT_S, baseline, make_registry  # noqa: F401
+from .wsgi_support import WaitressServer
 
 
 @pytest.fixture
 def site() -> Iterator[str]:
-    with make_registry({"mcpServers": {"example": EXAMPLE}}) as registry:
-        with WaitressServer(create_app(registry)) as server:
-            yield server.url.rsplit("/", 1)[0]
+    config = {"mcpServers": {"example": EXAMPLE}}
+    with make_registry(config) as registry, WaitressServer(create_app(registry)) as server:
+        yield server.url.rsplit("/", 1)[0]
 
 
 def call(name: str, arguments: Any, call_id: str = "call_1") -> Any:

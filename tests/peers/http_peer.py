@@ -120,7 +120,20 @@ LISTEN_POLL_S = 0.05
 #: Bounded joins in :meth:`HttpPeer.close`.
 JOIN_TIMEOUT_S = 5.0
 MODES = frozenset(
-    {"sse", "priming", "session", "cut", "reset", "noids", "noresume", "nolisten", "nodelete", "getredirect", "resetall", "holdnotes"}
+    {
+        "sse",
+        "priming",
+        "session",
+        "cut",
+        "reset",
+        "noids",
+        "noresume",
+        "nolisten",
+        "nodelete",
+        "getredirect",
+        "resetall",
+        "holdnotes",
+    }
 )
 _CUT = object()
 

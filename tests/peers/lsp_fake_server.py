@@ -90,7 +90,9 @@ class Server:
             return True
         request_id = message.get("id")
         if method == "initialize":
-            self.answer(request_id, {"capabilities": self.capabilities(), "serverInfo": {"name": "fake", "version": "1"}})
+            self.answer(
+                request_id, {"capabilities": self.capabilities(), "serverInfo": {"name": "fake", "version": "1"}}
+            )
         elif method == "shutdown":
             if "--ignore-shutdown" not in self.flags:
                 self.answer(request_id, None)

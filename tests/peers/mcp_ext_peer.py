@@ -48,7 +48,6 @@ import warnings
 from typing import Any, Dict
 
 import anyio
-import mcp_types as types
 import uvicorn
 from mcp.server.context import ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
@@ -62,7 +61,10 @@ SKILLS = "io.modelcontextprotocol/skills"
 SKILL_URI = "skill://pdf-tools/SKILL.md"
 FORMS_URI = "skill://pdf-tools/references/FORMS.md"
 DYNAMIC_URI = "skill://today/SKILL.md"
-SKILL_MD = "---\nname: pdf-tools\ndescription: Fill in PDF forms\nmetadata:\n  version: 2.1.0\n---\n\nUse references/FORMS.md.\n"
+SKILL_MD = (
+    "---\nname: pdf-tools\ndescription: Fill in PDF forms\nmetadata:\n  version: 2.1.0\n---\n\n"
+    "Use references/FORMS.md.\n"
+)
 FORMS_MD = "The forms, one by one.\n"
 DYNAMIC_MD = "---\nname: today\ndescription: What happens today\n---\n\nIt is a good day.\n"
 
@@ -90,11 +92,11 @@ SCHEMA_2020: Dict[str, Any] = {
 
 class TaskParams(BaseModel):
     model_config = ConfigDict(extra="allow")
-    taskId: str  # noqa: N815 - the wire's name
+    taskId: str  # the wire's name
 
 
 class UpdateParams(TaskParams):
-    inputResponses: Dict[str, Any] = {}  # noqa: N815, RUF012 - the wire's name
+    inputResponses: Dict[str, Any] = {}  # the wire's name
 
 
 class Tasks(Extension):
@@ -321,7 +323,7 @@ def build() -> MCPServer:  # type: ignore[type-arg]
         return "listed"
 
     # MCPServer derives a schema from the signature: put the hand-written one in its place.
-    server._tool_manager.get_tool("schema_2020").parameters = SCHEMA_2020  # noqa: SLF001 - a test peer
+    server._tool_manager.get_tool("schema_2020").parameters = SCHEMA_2020  # a private attribute: a test peer
     return server
 
 

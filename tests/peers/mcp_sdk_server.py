@@ -98,7 +98,9 @@ def _roots() -> ListRoots:
 
 
 def _sample() -> Sample:
-    return Sample([types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Say hi"))], max_tokens=20)
+    return Sample(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Say hi"))], max_tokens=20
+    )
 
 
 def _who() -> Elicit[Person]:

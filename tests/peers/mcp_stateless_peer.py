@@ -51,7 +51,7 @@ class StatelessPeer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            def log_message(self, format: str, *args: Any) -> None:  # format: the base class's name
                 pass
 
             def do_POST(self) -> None:
@@ -104,15 +104,30 @@ class StatelessPeer:
             self._error(handler, 400, rid, -32602, "missing _meta keys")
             return
         if version != VERSION:
-            self._error(handler, 400, rid, -32022, "Unsupported protocol version", {"supported": [VERSION], "requested": version})
+            self._error(
+                handler,
+                400,
+                rid,
+                -32022,
+                "Unsupported protocol version",
+                {"supported": [VERSION], "requested": version},
+            )
             return
         if headers.get("mcp-method") != method:
             self._error(handler, 400, rid, -32020, "Mcp-Method does not match")
             return
         if method == "server/discover":
-            self._result(handler, rid, {"supportedVersions": [VERSION], "capabilities": {"tools": {}}, "ttlMs": 0,
-                                        "cacheScope": "public",
-                                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "stateless-peer", "version": "1"}}})
+            self._result(
+                handler,
+                rid,
+                {
+                    "supportedVersions": [VERSION],
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "stateless-peer", "version": "1"}},
+                },
+            )
         elif method == "tools/list":
             with self._lock:
                 self.lists += 1
@@ -125,7 +140,10 @@ class StatelessPeer:
                 {"name": "cut", "inputSchema": {"type": "object"}},
                 {"name": "slow", "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
                 {"name": "regional", "inputSchema": {"type": "object", "properties": {"region": region}}},
-                {"name": "bad_header", "inputSchema": {"type": "object", "properties": {"v": {"type": "object", "x-mcp-header": "V"}}}},
+                {
+                    "name": "bad_header",
+                    "inputSchema": {"type": "object", "properties": {"v": {"type": "object", "x-mcp-header": "V"}}},
+                },
             ]
             self._result(handler, rid, {"tools": tools, "ttlMs": self.list_ttl_ms, "cacheScope": "private"})
         elif method == "tools/call":
@@ -145,7 +163,10 @@ class StatelessPeer:
                 self._cuts += 1
                 first = self._cuts == 1
             if first:
-                self._sse(handler, [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "cut"}}])
+                self._sse(
+                    handler,
+                    [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "cut"}}],
+                )
             else:
                 self._sse(handler, [{"jsonrpc": "2.0", "id": rid, "result": _text("second try")}])
         elif name == "slow":
@@ -164,7 +185,9 @@ class StatelessPeer:
     def _result(self, handler: BaseHTTPRequestHandler, rid: Any, result: Dict[str, Any]) -> None:
         self._reply(handler, 200, {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", **result}})
 
-    def _error(self, handler: BaseHTTPRequestHandler, status: int, rid: Any, code: int, message: str, data: Any = None) -> None:
+    def _error(
+        self, handler: BaseHTTPRequestHandler, status: int, rid: Any, code: int, message: str, data: Any = None
+    ) -> None:
         error: Dict[str, Any] = {"code": code, "message": message}
         if data is not None:
             error["data"] = data

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import queue
 import threading
 import time
 import uuid
@@ -79,7 +78,7 @@ class SsePeer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            def log_message(self, format: str, *args: Any) -> None:  # format: the base class's name
                 pass
 
             def do_GET(self) -> None:
@@ -154,8 +153,10 @@ class SsePeer:
             if "noendpoint" not in modes:
                 host = "127.0.0.2" if "crossorigin" in modes else "127.0.0.1"
                 port = self._server.server_address[1]
-                target = f"http://{host}:{port}/messages?session={session.id}" if "crossorigin" in modes else (
-                    f"/messages?session={session.id}"
+                target = (
+                    f"http://{host}:{port}/messages?session={session.id}"
+                    if "crossorigin" in modes
+                    else f"/messages?session={session.id}"
                 )
                 with session.lock:
                     session.events.append((next(session.counter), "endpoint", target))
@@ -218,7 +219,9 @@ class SsePeer:
         except ValueError:
             return
         items = message if isinstance(message, list) else [message]
-        threading.Thread(target=self._handle, args=(session, items, headers, isinstance(message, list)), daemon=True).start()
+        threading.Thread(
+            target=self._handle, args=(session, items, headers, isinstance(message, list)), daemon=True
+        ).start()
 
     def _handle(self, session: Session, items: List[Any], headers: Dict[str, str], batch: bool) -> None:
         answers = []
@@ -280,7 +283,9 @@ class SsePeer:
                 return result(list(session.notifications))
         if method == "reverse_call":
             request_id = f"srv-{uuid.uuid4().hex[:8]}"
-            session.send({"jsonrpc": "2.0", "id": request_id, "method": params["method"], "params": params.get("params")})
+            session.send(
+                {"jsonrpc": "2.0", "id": request_id, "method": params["method"], "params": params.get("params")}
+            )
             deadline = time.monotonic() + 10.0
             with session.lock:
                 while request_id not in session.answers and time.monotonic() < deadline:
