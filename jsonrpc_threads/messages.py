@@ -44,7 +44,7 @@ _dumps = _encoder.encode
 _loads = json.loads
 #: The C scanner where there is one (what json.loads ends in).
 _scan_once: Callable[[str, int], Tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-#: The four characters JSON allows between tokens (RFC 8259), and so after a text.
+#: The four characters JSON allows between tokens (RFC 8259), and so after a value.
 _JSON_WHITESPACE = " \t\n\r"
 
 
