@@ -466,7 +466,11 @@ class LspClient(Closing):
         *,
         timeout: Timeout = DEFAULT_TIMEOUT,
     ) -> str:
-        """Open a document on the server (``textDocument/didOpen``, version 1).
+        """Open a document on the server (``textDocument/didOpen``).
+
+        Its version is 1, or for a document this client closed before, one more
+        than the last version it sent for that URI: a version never repeats, so
+        a late publication about the old text never passes for the new one.
 
         Args:
             path_or_uri: a local path or a URI.
