@@ -38,9 +38,12 @@ Exit codes (:data:`EXIT_CODES`):
 ====  =======================================================================
 0     success
 1     the tool returned ``isError: true``; ``rpc``, ``lsp``: the answer is an error
-2     usage error: bad arguments, arguments that are not JSON, a bad
-      configuration file or server entry (a missing ``${VAR}``), a file
-      that cannot be read or a position outside it
+2     usage error: bad arguments, arguments that are not JSON, a ``--stdio``
+      command line that cannot be split (an unbalanced quote), a ``--url``
+      that is not an http(s) URL, a bad configuration file or server entry
+      (a missing ``${VAR}``), a configuration with no server to start
+      (``"mcpServers": {}``, or every entry disabled), a file that cannot be
+      read or a position outside it
 3     unknown server or tool
 4     timeout (a request, or a server's start)
 5     a server could not be started or reached, or stopped (crashed)
@@ -50,7 +53,8 @@ Exit codes (:data:`EXIT_CODES`):
 Errors are one line on stderr, ``jsonrpc-threads: <what went wrong>``; no
 traceback (``-vv`` logs them).  A server that stopped is reported with its exit
 code and the last line it wrote on stderr; a timeout names the tool (``call``,
-and ``rpc tools/call``) or the method.
+and ``rpc tools/call``) or the method; an unknown tool, the tools the server
+has.  ``tools`` prints no table when no server gave any tool.
 """
 
 from __future__ import annotations
@@ -59,14 +63,16 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 import threading
 import time
-from typing import IO, Any, Callable, Dict, NoReturn, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
 
 from ._version import __version__
 from .client import JsonRpcClient
-from .errors import HttpError, JsonRpcError, RequestTimeout, TransportClosed
+from .errors import HttpError, JsonRpcError, RemoteError, RequestTimeout, TransportClosed
 from .mcp.config import ConfigError, load_config
 from .mcp.registry import (
     DEFAULT_CALL_TIMEOUT_S,
@@ -116,6 +122,8 @@ LSP_QUERIES = (*LSP_POSITION_QUERIES, "diagnostics")
 LSP_ANALYSIS_WAIT_S = 10.0
 #: Characters of a description shown in the ``tools`` table.
 DESCRIPTION_CHARS = 80
+#: How many of a server's tools an "unknown tool" message names.
+TOOLS_NAMED = 20
 #: Width of the live progress bar.
 BAR_WIDTH = 30
 #: Seconds a call runs without progress before a terminal shows its elapsed time.
@@ -151,10 +159,15 @@ def exit_code_for(error: BaseException) -> int:
 
 
 def _one_line(error: BaseException) -> str:
-    """One line for a failure; a stopped server's exit code and last stderr line included."""
+    """One line for a failure; a stopped server's exit code and last stderr line included.
+
+    A peer's error keeps its code (the server's own words); an error of this
+    library says what went wrong without its internal code.
+    """
     if isinstance(error, TransportClosed):
         return describe_start_failure(error)  # as the registry reports a server that stopped
-    lines = [line for line in str(error).splitlines() if line.strip()]
+    text = error.message if isinstance(error, JsonRpcError) and not isinstance(error, RemoteError) else str(error)
+    lines = [line for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
 
 
@@ -375,6 +388,8 @@ def _number(value: float) -> str:
 
 def _registry(args: argparse.Namespace) -> ToolRegistry:
     config = load_config(args.config)
+    if not config.servers and not config.errors:
+        raise _Failure(EXIT_USAGE, f"{args.config} configures no server to start")
     timeout: Optional[float] = args.timeout
     return ToolRegistry(
         config,
@@ -391,7 +406,7 @@ def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         failures = registry.failures
     if args.json:
         _write_json(out, tools)
-    else:
+    elif tools:  # no header over an empty table: the failures on stderr say why
         rows = [("SERVER", "TOOL", "NAME", "DESCRIPTION")]
         for tool in tools:
             description = (tool["description"].strip().splitlines() or [""])[0]
@@ -438,6 +453,8 @@ def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str
             raise _Failure(
                 EXIT_UNAVAILABLE, f"server {args.server!r} stopped during the call: {_one_line(exc)}"
             ) from None
+        except UnknownTool as exc:
+            raise _Failure(EXIT_UNKNOWN, exc.message + _tools_of(registry, args.server)) from None
         finally:
             if display is not None:
                 display.finish()
@@ -450,6 +467,50 @@ def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str
         err.write(f"{PROG}: {what} reported an error\n")
         return EXIT_ERROR_RESULT
     return EXIT_OK
+
+
+def _tools_of(registry: ToolRegistry, server: str) -> str:
+    """`` (its tools: a, b, ...)`` for an unknown tool's message; empty when they cannot be listed."""
+    try:
+        names = [tool["name"] for tool in registry.session(server).list_tools()]
+    except JsonRpcError as exc:
+        logger.debug("could not list the tools of %s: %s", server, exc)
+        return ""
+    if not names:
+        return " (it has no tools)"
+    shown = ", ".join(names[:TOOLS_NAMED])
+    more = f", ... {len(names)} in all" if len(names) > TOOLS_NAMED else ""
+    return f" (its tools: {shown}{more})"
+
+
+def _command(text: str) -> List[str]:
+    """The argv of a ``--stdio`` command line (POSIX shell quoting, never run through a shell)."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise _Failure(EXIT_USAGE, f"--stdio {text!r} is not a command line: {str(exc).lower()}") from None
+    if not argv:
+        raise _Failure(EXIT_USAGE, "--stdio needs a command")
+    return argv
+
+
+def _url(text: str) -> str:
+    """A ``--url`` checked as typed: an http(s) URL that names a host."""
+    url = text.strip()
+    if not url:
+        raise _Failure(EXIT_USAGE, "--url is empty: give an http:// or https:// URL")
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        raise _Failure(EXIT_USAGE, f"--url {text!r} has no scheme: did you mean 'http://{url}'?")
+    if scheme.lower() not in ("http", "https"):
+        raise _Failure(EXIT_USAGE, f"--url {text!r} is not an http:// or https:// URL")
+    try:
+        host = urlsplit(url).hostname
+    except ValueError as exc:
+        raise _Failure(EXIT_USAGE, f"--url {text!r} is not a valid URL: {exc}") from None
+    if not host:
+        raise _Failure(EXIT_USAGE, f"--url {text!r} names no host")
+    return url
 
 
 def _headers(values: Sequence[str]) -> Dict[str, str]:
@@ -474,19 +535,19 @@ def _environment(values: Sequence[str]) -> Dict[str, str]:
 
 def _transport(args: argparse.Namespace) -> Transport:
     if args.stdio is not None:
-        if not args.stdio.strip():
-            raise _Failure(EXIT_USAGE, "--stdio needs a command")
+        command = _command(args.stdio)
         if args.header:
             raise _Failure(EXIT_USAGE, "--header goes with --url")
-        return StdioTransport(args.stdio, env=_environment(args.env), inherit_env=args.inherit_env)
+        return StdioTransport(command, env=_environment(args.env), inherit_env=args.inherit_env)
     if args.env or args.inherit_env:
         raise _Failure(EXIT_USAGE, "--env and --inherit-env go with --stdio")
+    url = _url(args.url)
     from .transports.http import HttpTransport  # noqa: PLC0415  (only --url pays for the HTTP stack)
 
     try:
-        return HttpTransport(args.url, headers=_headers(args.header))
+        return HttpTransport(url, headers=_headers(args.header))
     except ValueError as exc:
-        raise _Failure(EXIT_USAGE, str(exc)) from None
+        raise _Failure(EXIT_USAGE, f"--url {args.url!r}: {exc}") from None
 
 
 def cmd_rpc(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
@@ -533,8 +594,7 @@ def cmd_lsp(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """``lsp``: one query to a language server; its answer as JSON on stdout."""
     from .lsp import LspClient, offset_from_position  # noqa: PLC0415  (only lsp pays for it)
 
-    if not args.stdio.strip():
-        raise _Failure(EXIT_USAGE, "--stdio needs a command")
+    command = _command(args.stdio)
     path, position = _location(args.query, args.location)
     try:
         with open(path, encoding="utf-8") as file:
@@ -553,9 +613,7 @@ def cmd_lsp(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     timeout = args.timeout if args.timeout is not None else DEFAULT_LSP_TIMEOUT_S
     what = f"{args.query} of {args.location}"
     env = _environment(args.env)
-    with LspClient(
-        args.stdio, root_uri=args.root, default_timeout=timeout, env=env, inherit_env=args.inherit_env
-    ) as lsp:
+    with LspClient(command, root_uri=args.root, default_timeout=timeout, env=env, inherit_env=args.inherit_env) as lsp:
         display = ProgressDisplay(err, what=f"the {what}")
         display.start()
         try:

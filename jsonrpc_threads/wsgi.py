@@ -22,9 +22,20 @@ mode, stateless:
 - ``GET`` (MCP's stream for server-initiated messages), ``DELETE`` (MCP's
   end of session) and every other method ``405`` with ``Allow: POST``: there
   are no sessions and no server-initiated messages;
-- a browser's cross-origin POST (an ``Origin`` header naming another host
-  than ``Host``) is refused with ``403`` unless the origin is in
-  ``allowed_origins``: the DNS-rebinding protection MCP asks of HTTP servers.
+- the DNS-rebinding protection MCP asks of HTTP servers, on ``Host`` and
+  ``Origin``.  A page whose own name its attacker made resolve to
+  ``127.0.0.1`` reaches a server on loopback with its own name as ``Host`` and
+  its own origin as ``Origin``, the two agreeing; so a request that arrives
+  over loopback (``REMOTE_ADDR`` is ``127.x.x.x`` or ``::1``) must name the
+  server by a loopback name (``localhost``, ``127.x.x.x``, ``[::1]``; any
+  port), else it is answered ``421 Misdirected Request``.  Behind a reverse
+  proxy on the same machine, or to answer other names, list the names in
+  ``allowed_hosts`` (which replaces that default; ``["*"]`` accepts any).  A
+  request from another machine is held to ``allowed_hosts`` only when it is
+  given.  Then a browser's cross-origin POST (an ``Origin`` other than
+  ``scheme://`` + the ``Host`` it was let in with) is refused with ``403``
+  unless the origin is in ``allowed_origins``.  A request with neither
+  header (not a browser's: browsers send both) passes.
 
 Threads.  The WSGI server's request thread runs the handlers of its request,
 one after another in the order of the batch: the application starts no
@@ -72,6 +83,11 @@ logger = get_logger(__name__)
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 #: What a JSON answer is sent as.
 JSON_CONTENT_TYPE = "application/json"
+#: The names (any port) a request arriving over loopback may give as ``Host`` when
+#: ``allowed_hosts`` is not given; any ``127.x.x.x`` address counts too.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+#: In ``allowed_hosts``: every ``Host`` is accepted (the ``Origin`` check stays).
+ANY_HOST = "*"
 
 _OK = "200 OK"
 _ACCEPTED = "202 Accepted"
@@ -80,6 +96,7 @@ _FORBIDDEN = "403 Forbidden"
 _NOT_FOUND = "404 Not Found"
 _NOT_ALLOWED = "405 Method Not Allowed"
 _LENGTH_REQUIRED = "411 Length Required"
+_MISDIRECTED = "421 Misdirected Request"
 _TOO_LARGE = "413 Content Too Large"
 
 
@@ -153,11 +170,18 @@ class JsonRpcApp:
         max_body_bytes: the largest request body accepted (``413`` beyond).
         allowed_origins: origins (``"https://app.example.com"``) a browser may
             POST from besides the server's own; ``None``: only the server's own.
+        allowed_hosts: the ``Host`` values the app answers (``421``
+            otherwise): ``"name"`` for any port, ``"name:port"`` for one,
+            ``"*"`` for any name.  ``None`` (the default): over loopback only
+            the loopback names (:data:`LOOPBACK_HOSTS`), from another
+            machine any (see the module docstring: DNS rebinding).
         path: serve only this path (``404`` elsewhere); ``None``: every path
             (a framework's route chooses).
 
     Raises:
         ValueError: for a ``max_body_bytes`` below 1.
+        TypeError: for ``allowed_hosts`` or ``allowed_origins`` given as one
+            string instead of a list of them.
     """
 
     def __init__(
@@ -167,12 +191,19 @@ class JsonRpcApp:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         allowed_origins: Optional[Sequence[str]] = None,
         path: Optional[str] = None,
+        allowed_hosts: Optional[Sequence[str]] = None,
     ) -> None:
         if max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
+        for name, value in (("allowed_origins", allowed_origins), ("allowed_hosts", allowed_hosts)):
+            if isinstance(value, (str, bytes)):
+                raise TypeError(f"{name} takes a list of strings, not one string: [{value!r}]")
         self.handler = handler
         self.max_body_bytes = max_body_bytes
         self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins or ())
+        self.allowed_hosts = (
+            None if allowed_hosts is None else frozenset(host.strip().lower() for host in allowed_hosts)
+        )
         self.path = path
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -181,6 +212,13 @@ class JsonRpcApp:
             return _send(start_response, _NOT_FOUND, b"")
         if environ.get("REQUEST_METHOD") != "POST":
             return _send(start_response, _NOT_ALLOWED, b"", [("Allow", "POST")])
+        if not self._host_allowed(environ):
+            logger.warning(
+                "refused a POST naming host %.100r (from %s): not an allowed host",
+                environ.get("HTTP_HOST"),
+                environ.get("REMOTE_ADDR"),
+            )
+            return _send(start_response, _MISDIRECTED, b"")
         if not self._origin_allowed(environ):
             logger.warning("refused a POST from origin %.100r", environ.get("HTTP_ORIGIN"))
             return _send(start_response, _FORBIDDEN, b"")
@@ -247,6 +285,19 @@ class JsonRpcApp:
             _server._current.reset(served)
             _current.reset(token)
 
+    def _host_allowed(self, environ: WSGIEnvironment) -> bool:
+        host = environ.get("HTTP_HOST")
+        if host is None:
+            return True  # no Host at all (HTTP/1.0): not a browser, which always sends one
+        host = str(host).strip().lower()
+        allowed = self.allowed_hosts
+        if allowed is None:
+            if not _is_loopback_address(str(environ.get("REMOTE_ADDR") or "")):
+                return True  # from another machine: the app cannot know its public names
+            name = _host_name(host)
+            return name in LOOPBACK_HOSTS or _is_loopback_address(name)
+        return ANY_HOST in allowed or host in allowed or _host_name(host) in allowed
+
     def _origin_allowed(self, environ: WSGIEnvironment) -> bool:
         origin = environ.get("HTTP_ORIGIN")
         if not origin:
@@ -254,7 +305,7 @@ class JsonRpcApp:
         origin = str(origin).rstrip("/").lower()
         if origin in self.allowed_origins:
             return True
-        host = str(environ.get("HTTP_HOST") or environ.get("SERVER_NAME") or "").lower()
+        host = str(environ.get("HTTP_HOST") or environ.get("SERVER_NAME") or "").strip().lower()
         return origin.split("://", 1)[-1] == host
 
     def _read_body(self, environ: WSGIEnvironment) -> Tuple[bytes, Optional[Tuple[str, Optional[JsonRpcError]]]]:
@@ -281,6 +332,23 @@ class JsonRpcApp:
 
     def __repr__(self) -> str:
         return f"<JsonRpcApp {getattr(self.handler, '__name__', self.handler)!r}>"
+
+
+def _host_name(host: str) -> str:
+    """``host`` (a ``Host`` header's value, lower case) without its port: ``"[::1]:80"`` -> ``"[::1]"``."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _is_loopback_address(address: str) -> bool:
+    """Whether ``address`` is a loopback IP address (``127.x.x.x``, ``::1``, ``::ffff:127.x.x.x``)."""
+    if address.startswith("::ffff:"):
+        address = address[len("::ffff:") :]
+    if address in ("::1", "[::1]"):
+        return True
+    parts = address.split(".")
+    return len(parts) == 4 and parts[0] == "127" and all(part.isdigit() and int(part) < 256 for part in parts)
 
 
 def _read_exactly(stream: Any, length: int) -> bytes:
@@ -322,7 +390,9 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "ANY_HOST",
     "JSON_CONTENT_TYPE",
+    "LOOPBACK_HOSTS",
     "Handler",
     "JsonRpcApp",
     "current_environ",

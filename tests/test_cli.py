@@ -164,7 +164,7 @@ def test_call_prints_the_result_and_shows_progress(config: str) -> None:
         (["example", "add", "[1, 2]"], 2, "", "the arguments must be a JSON object"),
         (["needs-token", "x"], 2, "", "CLI_TEST_NO_TOKEN is not set"),
         (["nope", "add"], 3, "", "Unknown server 'nope' (configured: example, sdk, missing, needs-token)"),
-        (["example", "nope"], 3, "", "Unknown tool 'nope' on server 'example'"),
+        (["example", "nope"], 3, "", "Unknown tool 'nope' on server 'example' (its tools: add, echo, slow, fail,"),
         (["example", "slow", '{"seconds": 30}', "--timeout", "0.5"], 4, "", "did not finish within 0.5s"),
         (["missing", "add"], 5, "", "server 'missing' failed to start"),
         (["example", "crash", '{"code": 7}'], 5, "", "server 'example' stopped during the call"),
@@ -199,6 +199,28 @@ def test_a_bad_config_file_is_exit_code_2(tmp_path: Path, content: Any, message:
         result = run(*args)
         assert result.code == 2 and result.out == "", result
         assert message in one_line(result.err)
+
+
+def test_a_configuration_without_servers_says_so(tmp_path: Path) -> None:
+    """Issue 37, item 13: ``{"mcpServers": {}}`` is a configuration mistake, said in one line (exit 2)."""
+    path = tmp_path / "mcp.json"
+    for servers in ({}, {"off": {"command": "x", "disabled": True}}):
+        path.write_text(json.dumps({"mcpServers": servers}))
+        for args in (["tools", "--config", str(path)], ["tools", "--config", str(path), "--json"]):
+            result = run(*args)
+            assert (result.code, result.out) == (2, ""), result
+            assert one_line(result.err) == f"jsonrpc-threads: {path} configures no server to start", result
+        result = run("call", "--config", str(path), "s", "t")
+        assert (result.code, result.out) == (2, ""), result
+        assert "configures no server" in one_line(result.err), result
+
+
+def test_tools_prints_no_empty_table_when_no_server_started(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"missing": {"command": "jsonrpc-threads-no-such-command"}}}))
+    result = run("tools", "--config", str(path))
+    assert (result.code, result.out) == (5, ""), result  # no header over nothing
+    assert one_line(result.err).startswith("jsonrpc-threads: server 'missing' failed to start"), result
 
 
 def test_version() -> None:
@@ -274,6 +296,33 @@ def test_rpc_stdio_passes_an_allowlist_of_the_environment(tmp_path: Path) -> Non
     assert result.code == 2 and "go with --stdio" in one_line(result.err), result
     help_text = " ".join(run("rpc", "--help").out.split())
     assert "--env NAME=VALUE" in help_text and "--inherit-env" in help_text and "allowlist" in help_text
+
+
+def test_a_command_line_or_url_that_cannot_be_used_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    """Issue 37, item 13: what the user typed, and what is wrong with it; never a traceback."""
+    for args, message in (
+        (["--stdio", "python -c 'oops"], '--stdio "python -c \'oops" is not a command line: no closing quotation'),
+        (["--stdio", "   "], "--stdio needs a command"),
+        (["--url", "localhost:8000/rpc"], "--url 'localhost:8000/rpc' has no scheme: did you mean "),
+        (["--url", ""], "--url is empty: give an http:// or https:// URL"),
+        (["--url", "ftp://127.0.0.1/rpc"], "--url 'ftp://127.0.0.1/rpc' is not an http:// or https:// URL"),
+        (["--url", "http:///rpc"], "--url 'http:///rpc' names no host"),
+        (["--url", "http://[::1/rpc"], "--url 'http://[::1/rpc' is not a valid URL"),
+    ):
+        result = run("rpc", *args, "ping")
+        assert (result.code, result.out) == (2, ""), (args, result)
+        assert one_line(result.err) == f"jsonrpc-threads: {message}" or message in one_line(result.err), result
+    assert "'http://localhost:8000/rpc'" in run("rpc", "--url", "localhost:8000/rpc", "ping").err
+    project = write_project(tmp_path)
+    result = run("lsp", "--stdio", "pylsp --x 'y", "diagnostics", str(project / "main.py"))
+    assert (result.code, result.out) == (2, ""), result
+    assert "no closing quotation" in one_line(result.err), result
+
+
+def test_one_line_messages_carry_no_local_error_codes() -> None:
+    result = run("rpc", "--url", f"http://127.0.0.1:{free_port()}/mcp", "ping")
+    assert result.code == 5, result
+    assert "(code -32002)" not in one_line(result.err) and "Connection refused" in result.err, result
 
 
 def test_rpc_failures_to_connect_are_exit_code_5() -> None:

@@ -8,8 +8,10 @@ import textwrap
 import threading
 
 import psutil
+import pytest
 
 from jsonrpc_threads import JsonRpcClient, StdioTransport
+from jsonrpc_threads.transports.stdio import STDIN_CLOSE_GRACE_S
 
 from .conftest import peer_command
 
@@ -52,3 +54,18 @@ def test_interpreter_exit_with_a_client_still_open_is_prompt_and_quiet() -> None
     except psutil.NoSuchProcess:
         gone = True
     assert gone
+
+
+def test_close_takes_only_a_shorter_stdin_grace() -> None:
+    """``close(stdin_grace=...)`` may shorten the wait after stdin is closed, never lengthen it."""
+    transport = StdioTransport(peer_command("stdio_peer"))
+    with JsonRpcClient(transport) as client:
+        for bad in (-0.1, STDIN_CLOSE_GRACE_S + 0.1, float("nan"), float("inf")):
+            with pytest.raises(ValueError, match="stdin_grace"):
+                transport.close(stdin_grace=bad)
+        for wrong in ("1", True):
+            with pytest.raises(TypeError, match="stdin_grace"):
+                transport.close(stdin_grace=wrong)  # type: ignore[arg-type]
+        assert client.call("echo", [1], timeout=10) == [1]  # a refused close closed nothing
+        transport.close(stdin_grace=STDIN_CLOSE_GRACE_S / 2)
+    assert transport.returncode == 0  # it exited at the end of its input, within the grace

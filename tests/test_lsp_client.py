@@ -11,6 +11,7 @@ can ignore ``shutdown``, ``exit``, end of input and SIGTERM.  The real servers
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,8 @@ import psutil
 import pytest
 
 from jsonrpc_threads import RequestCancelled, RequestTimeout, StdioTransport, TransportClosed
-from jsonrpc_threads.lsp import CLOSE_BOUND_S, SHUTDOWN_TIMEOUT_S, LspClient
+from jsonrpc_threads.lsp import CLOSE_BOUND_S, EXIT_GRACE_S, SHUTDOWN_TIMEOUT_S, LspClient
+from jsonrpc_threads.transports.stdio import STDIN_CLOSE_GRACE_S
 
 from .conftest import peer_command
 
@@ -330,6 +332,28 @@ def test_a_server_that_ignores_shutdown_exit_eof_and_sigterm_is_reclaimed_within
     assert elapsed >= SHUTDOWN_TIMEOUT_S  # it waited for the answer to shutdown, no longer
     assert not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
     assert lsp.transport.returncode == -9  # type: ignore[attr-defined]
+
+
+def test_a_server_slow_to_exit_after_exit_costs_a_short_grace_and_its_tree_is_reclaimed(tmp_path: Path) -> None:
+    """Issue 37, item 12: a server told ``shutdown`` (answered) and ``exit`` gets EXIT_GRACE_S, not the stdin grace.
+
+    The peer behaves as jedi-language-server does: it answers ``shutdown``, then
+    ignores ``exit`` and the end of its input; SIGTERM ends it.  Its own child
+    must be gone too.
+    """
+    lsp = LspClient(fake("--slow-exit", "--grandchild"), root_uri=tmp_path, default_timeout=WAIT_S)
+    lsp.initialize()
+    server = psutil.Process(lsp.transport.pid)  # type: ignore[attr-defined]
+    tree = [server, *server.children(recursive=True)]
+    assert len(tree) == 2, tree
+    started = time.monotonic()
+    lsp.close()
+    elapsed = time.monotonic() - started
+    assert elapsed < STDIN_CLOSE_GRACE_S, elapsed  # it took the whole stdin grace, and more, before
+    assert elapsed >= EXIT_GRACE_S, elapsed  # the server had its grace to exit by itself
+    assert lsp.transport.returncode == -signal.SIGTERM  # type: ignore[attr-defined]
+    _, alive = psutil.wait_procs(tree, timeout=WAIT_S)
+    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
 
 
 def test_closing_before_the_handshake_only_reclaims(tmp_path: Path) -> None:

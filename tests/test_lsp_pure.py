@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jsonrpc_threads._deadlines import deadline_after
+from jsonrpc_threads.errors import RequestTimeout
 from jsonrpc_threads.lsp import LANGUAGE_IDS, language_id_for, offset_from_position, path_to_uri, position_from_offset
 from jsonrpc_threads.lsp._ordering import InOrder
 from jsonrpc_threads.lsp.capabilities import (
@@ -19,6 +21,7 @@ from jsonrpc_threads.lsp.capabilities import (
     negotiated_encoding,
     sync_options,
 )
+from jsonrpc_threads.lsp.diagnostics import DiagnosticsBoard
 from jsonrpc_threads.lsp.documents import DocumentStore
 from jsonrpc_threads.lsp.positions import ENCODINGS, units
 from jsonrpc_threads.lsp.progress import ProgressRouter, join_results
@@ -175,6 +178,35 @@ def test_documents_and_versions() -> None:
     with pytest.raises(ValueError, match="not open"):
         store.change("file:///tmp/a%20b.py", "z")
     assert len(store) == 0
+
+
+def test_a_reopened_document_never_repeats_a_version() -> None:
+    store = DocumentStore()
+    store.open("file:///tmp/a.py", "x", "python")
+    store.change("file:///tmp/a.py", "y")
+    store.close("file:///tmp/a.py")
+    reopened, _ = store.open("file:///tmp/a.py", "z", "python")
+    assert reopened.version == 3  # one above the last version sent for the URI
+    other, _ = store.open("file:///tmp/b.py", "x", "python")
+    assert other.version == 1
+
+
+def test_a_versionless_publication_does_not_answer_for_a_server_that_names_versions() -> None:
+    board = DiagnosticsBoard()
+    uri = "file:///tmp/a.py"
+    board.expect(uri, 1)
+    board.publish({"uri": uri, "version": 1, "diagnostics": [{"message": "old"}]})
+    board.forget(uri)  # closed
+    board.expect(uri, 2)  # reopened
+    board.publish({"uri": uri, "diagnostics": []})  # the server clearing the closed document
+    with pytest.raises(RequestTimeout):
+        board.wait(uri, 0, deadline_after(0))
+    board.publish({"uri": uri, "version": 2, "diagnostics": [{"message": "new"}]})
+    assert board.wait(uri, 0, deadline_after(0)) == [{"message": "new"}]
+    plain = DiagnosticsBoard()  # a server that never names a version: the next publication answers
+    plain.expect(uri, 1)
+    plain.publish({"uri": uri, "diagnostics": [{"message": "any"}]})
+    assert plain.wait(uri, 0, deadline_after(0)) == [{"message": "any"}]
 
 
 def test_in_order_serves_tickets_in_order_and_skips_those_given_up() -> None:

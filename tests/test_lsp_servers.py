@@ -123,6 +123,25 @@ def test_diagnostics_of_a_file_with_an_error_then_of_the_fixed_text(lsp: LspClie
     assert not [d for d in lsp.diagnostics(broken, timeout=TIMEOUT_S) if "undefined_name" in d["message"]]
 
 
+def test_diagnostics_after_a_reopen_are_those_of_the_new_text(lsp: LspClient, project: Path) -> None:
+    """Issue 37, item 1: a reopened document gets a version never sent before for its URI.
+
+    Had the versions restarted at 1, the old text's publication (of version 1)
+    would answer for the new text at once; pylsp's ``[]`` for the ``didClose``
+    carries no version, and must not answer for the reopened text either.
+    """
+    broken = lsp.open(project / "broken.py")
+    assert [d for d in lsp.diagnostics(broken) if "undefined_name" in d["message"]]
+    lsp.close_document(broken)
+    other = "import os\n\n\n\nprint(os.sep, another_undefined)\n"
+    assert lsp.open(broken, other) == broken
+    diagnostics = lsp.diagnostics(broken)
+    assert not [d for d in diagnostics if "undefined_name" in d["message"]], diagnostics
+    found = [d for d in diagnostics if "another_undefined" in d["message"]]
+    assert [d["range"]["start"]["line"] for d in found] == [4], diagnostics
+    assert lsp.document_version(broken) == 2  # one more than the last version sent for that URI
+
+
 def test_rename_returns_the_edits_and_applies_none(lsp: LspClient, project: Path) -> None:
     lib = open_analysed(lsp, project / "lib.py")
     edit = lsp.rename(lib, *at(lsp, lib, "greet"), "salute")

@@ -109,3 +109,32 @@ def test_end_of_input_with_a_hung_tool_exits_within_the_drain_bound() -> None:
         assert "still running" in server.stderr
     finally:
         server.cleanup()
+
+
+# -- the example MCP server (jsonrpc_threads.examples.mcp_tool_server) -----------------------------
+
+
+def test_the_mcp_example_answers_bad_arguments_with_is_error_results() -> None:
+    """Issue 37, item 11: out-of-range numbers are the model's mistake (``isError``), never -32603."""
+    from jsonrpc_threads.mcp import McpClient  # noqa: PLC0415
+
+    server = {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}
+    with McpClient(server, default_timeout=WAIT_S) as client:
+
+        def refusal(tool: str, arguments: Dict[str, Any]) -> str:
+            result = client.call_tool(tool, arguments)
+            assert result.get("isError") is True, (tool, arguments, result)
+            return str(result["content"][0]["text"])
+
+        assert refusal("slow", {"seconds": "x"}) == "argument 'seconds' must be a number"
+        assert refusal("slow", {"steps": 1.5}) == "argument 'steps' must be an integer"
+        assert refusal("echo", {"text": 3}) == "argument 'text' must be a string"
+        assert "'seconds' must be from 0 to" in refusal("slow", {"seconds": 1e300})
+        assert "'seconds' must be from 0 to" in refusal("slow", {"seconds": -1})
+        assert "'steps' must be from 1 to" in refusal("slow", {"seconds": 0, "steps": 10**30})
+        assert "'timeout' must be from 0 to" in refusal("rendezvous", {"key": "k", "timeout": 1e300})
+        assert "'code' must be from 0 to 255" in refusal("crash", {"code": 2**40})
+        assert "too large" in refusal("add", {"a": 1e308, "b": 1e308})
+        assert "too large" in refusal("add", {"a": 10**400, "b": 0.5})
+        assert client.call_tool("slow", {"seconds": 0, "steps": 2})["content"][0]["text"] == "waited 0s in 2 steps"
+        assert client.call_tool("add", {"a": 2, "b": 3})["structuredContent"] == {"sum": 5}

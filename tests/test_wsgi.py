@@ -8,6 +8,7 @@ an McpClient and a ToolRegistry speak Streamable HTTP (JSON answers) to it.
 
 from __future__ import annotations
 
+import io
 import threading
 from typing import Any, Callable, Iterator, List
 
@@ -152,6 +153,66 @@ def test_a_cross_origin_post_is_refused_unless_allowed(server_class: Callable[..
         assert post(server.url, body, Origin=f"http://{host}").json()["result"] == 3
         assert post(server.url, body, Origin="https://app.example").json()["result"] == 3
         assert post(server.url, body).json()["result"] == 3  # no Origin: not a browser
+
+
+@pytest.mark.parametrize("server_class", SERVERS, ids=[server.name for server in SERVERS])
+def test_dns_rebinding_is_refused_on_loopback(server_class: Callable[..., Any]) -> None:
+    """Issue 37, item 3: a page whose own name was made to resolve to 127.0.0.1 is refused.
+
+    Its browser sends the page's name as ``Host`` and its origin as ``Origin``,
+    the two agreeing: only the allowlist of loopback names tells it apart.
+    """
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"a": 1, "b": 2}}'
+    with server_class(JsonRpcApp(Tools())) as server:
+        port = server.url.split("/")[2].rsplit(":", 1)[1]
+        evil = f"evil.example:{port}"
+        refused = post(server.url, body, Host=evil, Origin=f"http://{evil}")
+        assert refused.status_code == 421, refused.text
+        assert post(server.url, body, Host=evil).status_code == 421  # no Origin: its Host still tells
+        assert post(server.url, body, Host=f"127.0.0.2.evil.example:{port}").status_code == 421
+        for name in ("localhost", "127.0.0.1", "[::1]", "LOCALHOST"):
+            host = f"{name}:{port}"
+            assert post(server.url, body, Host=host, Origin=f"http://{host.lower()}").json()["result"] == 3, host
+        # A loopback Host with a page of another origin is a cross-origin POST: refused too.
+        assert post(server.url, body, Host=f"localhost:{port}", Origin=f"http://{evil}").status_code == 403
+        assert post(server.url, body, Host=f"localhost:{port}", Origin="null").status_code == 403
+
+
+@pytest.mark.parametrize("server_class", SERVERS, ids=[server.name for server in SERVERS])
+def test_the_hosts_allowed_are_configurable(server_class: Callable[..., Any]) -> None:
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"a": 1, "b": 2}}'
+    app = JsonRpcApp(Tools(), allowed_hosts=["tools.internal", "api.example:8443"])
+    with server_class(app) as server:
+        port = server.url.split("/")[2].rsplit(":", 1)[1]
+        assert post(server.url, body, Host=f"tools.internal:{port}").json()["result"] == 3
+        named = f"http://tools.internal:{port}"
+        assert post(server.url, body, Host=f"tools.internal:{port}", Origin=named).json()["result"] == 3
+        assert post(server.url, body, Host="api.example:8443").json()["result"] == 3
+        assert post(server.url, body, Host="api.example:8444").status_code == 421  # that port only
+        assert post(server.url, body, Host=f"localhost:{port}").status_code == 421  # the list replaces the default
+    with server_class(JsonRpcApp(Tools(), allowed_hosts=["*"])) as server:
+        assert post(server.url, body, Host="anything.example").json()["result"] == 3
+        assert post(server.url, body, Host="anything.example", Origin="http://other.example").status_code == 403
+
+
+def test_a_request_from_another_machine_is_held_to_its_own_host_only() -> None:
+    """Off loopback the default checks no name (the app cannot know its public ones): Origin against Host."""
+    app = JsonRpcApp(Tools())
+
+    def status_of(**environ: str) -> str:
+        seen: List[str] = []
+        base = {"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "0", "wsgi.input": io.BytesIO(b"")}
+        app({**base, **environ}, lambda status, headers: seen.append(status))  # type: ignore[arg-type]
+        return seen[0].split()[0]
+
+    remote = {"REMOTE_ADDR": "192.0.2.7", "HTTP_HOST": "api.example"}
+    assert status_of(**remote) == "400"  # past the checks: an empty body is not JSON
+    assert status_of(**remote, HTTP_ORIGIN="https://api.example") == "400"
+    assert status_of(**remote, HTTP_ORIGIN="https://evil.example") == "403"
+    assert status_of(REMOTE_ADDR="::ffff:127.0.0.1", HTTP_HOST="api.example") == "421"  # loopback, spelled as IPv6
+    assert status_of(REMOTE_ADDR="::1", HTTP_HOST="[::1]:8000") == "400"
+    with pytest.raises(TypeError, match="allowed_hosts"):
+        JsonRpcApp(Tools(), allowed_hosts="localhost")  # type: ignore[arg-type]
 
 
 def test_an_mcp_client_and_a_registry_speak_streamable_http_to_it(served: Any) -> None:

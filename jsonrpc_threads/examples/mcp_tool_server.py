@@ -18,8 +18,9 @@ cancellation (``notifications/cancelled``), and
 
 - ``add {a, b}``: the sum of two numbers;
 - ``echo {text}``: the text back;
-- ``slow {seconds, steps}``: waits ``seconds`` in ``steps`` steps, reporting
-  progress after each; a cancelled call stops waiting;
+- ``slow {seconds, steps}``: waits ``seconds`` (up to :data:`MAX_SLOW_SECONDS`)
+  in ``steps`` steps (up to :data:`MAX_SLOW_STEPS`), reporting progress after
+  each; a cancelled call stops waiting;
 - ``fail {message}``: an ``isError`` result carrying ``message``;
 - ``crash {code}``: the process exits at once with ``code``, answering nothing;
 - ``rendezvous {key, parties}``: returns once ``parties`` calls with the same
@@ -28,11 +29,17 @@ cancellation (``notifications/cancelled``), and
 - ``define_tool {name, text}``: adds a tool ``name`` that returns ``text``, and
   tells the client its tool list changed.
 
+Arguments of the wrong type or out of range (a ``seconds`` no thread can wait,
+an exit code beyond 255, a sum that is no longer a finite number) are the
+model's mistake: an ``isError`` result that says what was wrong, never a
+JSON-RPC error.
+
 Logs go to stderr; stdout carries nothing but protocol lines.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -47,6 +54,15 @@ PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 SERVER_INFO = {"name": "jsonrpc-threads-example", "version": __version__}
 #: How long ``rendezvous`` waits for its partners by default.
 RENDEZVOUS_TIMEOUT_S = 10.0
+#: The longest ``rendezvous`` may be asked to wait.
+MAX_RENDEZVOUS_TIMEOUT_S = 3600.0
+#: The longest ``slow`` may be asked to wait (an hour), and in how many steps at most.
+MAX_SLOW_SECONDS = 3600.0
+MAX_SLOW_STEPS = 10_000
+#: The exit codes ``crash`` may be asked for (what a process can report).
+MAX_EXIT_CODE = 255
+#: The threads that run tool calls at once: no more ``rendezvous`` parties can ever meet.
+MAX_WORKERS = 32
 
 ToolFunction = Callable[[Dict[str, Any], Optional[Any]], Dict[str, Any]]
 
@@ -63,11 +79,29 @@ def text_result(text: str, *, is_error: bool = False) -> Dict[str, Any]:
     return result
 
 
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string"}
+
+
 def _argument(arguments: Dict[str, Any], name: str, types: Tuple[Type[Any], ...], default: Any = None) -> Any:
+    """``arguments[name]`` (or ``default``), of one of ``types``; a float must be finite."""
     value = arguments.get(name, default)
-    if not isinstance(value, types) or isinstance(value, bool):
-        expected = " or ".join("number" if t in (int, float) else t.__name__ for t in types)
-        raise ToolError(f"argument {name!r} must be a {expected}")
+    if (
+        not isinstance(value, types)
+        or isinstance(value, bool)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
+        kind = "a number" if float in types else " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+        raise ToolError(f"argument {name!r} must be {kind}")
+    return value
+
+
+def _bounded(
+    arguments: Dict[str, Any], name: str, types: Tuple[Type[Any], ...], default: Any, low: Any, high: Any
+) -> Any:
+    """As :func:`_argument`, from ``low`` to ``high`` (both included)."""
+    value = _argument(arguments, name, types, default)
+    if not low <= value <= high:
+        raise ToolError(f"{name!r} must be from {low} to {high}, not {value}")
     return value
 
 
@@ -96,7 +130,12 @@ def _forget_cancel_event() -> None:
 def add(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, Any]:
     a = _argument(arguments, "a", (int, float))
     b = _argument(arguments, "b", (int, float))
-    total = a + b
+    try:
+        total = a + b
+    except OverflowError:  # an integer beyond any float, added to a float
+        raise ToolError("the numbers are too large to add") from None
+    if isinstance(total, float) and not math.isfinite(total):
+        raise ToolError("the sum is too large for a number")
     return {"content": [{"type": "text", "text": str(total)}], "structuredContent": {"sum": total}}
 
 
@@ -105,10 +144,8 @@ def echo(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, 
 
 
 def slow(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, Any]:
-    seconds = _argument(arguments, "seconds", (int, float), default=1.0)
-    steps = _argument(arguments, "steps", (int,), default=1)
-    if seconds < 0 or steps < 1:
-        raise ToolError("'seconds' must be >= 0 and 'steps' >= 1")
+    seconds = _bounded(arguments, "seconds", (int, float), 1.0, 0, MAX_SLOW_SECONDS)
+    steps = _bounded(arguments, "steps", (int,), 1, 1, MAX_SLOW_STEPS)
     cancelled = _cancel_event()
     try:
         for step in range(1, steps + 1):
@@ -128,7 +165,7 @@ def fail(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, 
 
 
 def crash(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, Any]:
-    code = _argument(arguments, "code", (int,), default=1)
+    code = _bounded(arguments, "code", (int,), 1, 0, MAX_EXIT_CODE)
     print(f"mcp_tool_server: crashing on purpose with exit code {code}", file=sys.stderr, flush=True)
     os._exit(code)  # no cleanup, no answer: what a real crash looks like to the client
 
@@ -139,10 +176,8 @@ _meetings: Dict[str, threading.Barrier] = {}
 
 def rendezvous(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, Any]:
     key = _argument(arguments, "key", (str,))
-    parties = _argument(arguments, "parties", (int,), default=2)
-    timeout = _argument(arguments, "timeout", (int, float), default=RENDEZVOUS_TIMEOUT_S)
-    if parties < 1:
-        raise ToolError("'parties' must be >= 1")
+    parties = _bounded(arguments, "parties", (int,), 2, 1, MAX_WORKERS)
+    timeout = _bounded(arguments, "timeout", (int, float), RENDEZVOUS_TIMEOUT_S, 0, MAX_RENDEZVOUS_TIMEOUT_S)
     with _lock:
         barrier = _meetings.get(key)
         if barrier is None or barrier.parties != parties or barrier.broken:
@@ -281,7 +316,7 @@ def handle(method: str, params: Any) -> Any:
 
 def main() -> None:
     print(f"mcp_tool_server ready (pid {os.getpid()})", file=sys.stderr, flush=True)
-    serve(handle, max_workers=32)
+    serve(handle, max_workers=MAX_WORKERS)
 
 
 __all__ = ["PROTOCOL_VERSIONS", "TOOLS", "call_tool", "handle", "main", "text_result"]

@@ -16,7 +16,7 @@ functions, usable without a server.
 from __future__ import annotations
 
 from ..errors import RequestCancelled
-from .client import CLOSE_BOUND_S, EXIT_SEND_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, LspClient
+from .client import CLOSE_BOUND_S, EXIT_GRACE_S, EXIT_SEND_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, LspClient
 from .documents import LANGUAGE_IDS, language_id_for
 from .positions import DEFAULT_ENCODING, ENCODINGS, UTF8, UTF16, UTF32, offset_from_position, position_from_offset
 from .uris import path_to_uri, uri_to_path
@@ -25,6 +25,7 @@ __all__ = [
     "CLOSE_BOUND_S",
     "DEFAULT_ENCODING",
     "ENCODINGS",
+    "EXIT_GRACE_S",
     "EXIT_SEND_TIMEOUT_S",
     "LANGUAGE_IDS",
     "SHUTDOWN_TIMEOUT_S",

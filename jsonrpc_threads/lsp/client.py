@@ -25,8 +25,9 @@ or on the first use, whichever comes first; one thread runs it, others wait
 for it (bounded by their own timeout).  :meth:`LspClient.close` sends
 ``shutdown`` (at most :data:`SHUTDOWN_TIMEOUT_S`), then ``exit`` (at most
 :data:`EXIT_SEND_TIMEOUT_S`), then closes the transport, whose reclaim of the
-process tree is bounded too: a server that ignores all of it is still gone
-within :data:`CLOSE_BOUND_S`.
+process tree is bounded too: a server that answered ``shutdown`` but is slow
+to exit is terminated after :data:`EXIT_GRACE_S`, and a server that ignores
+all of it is still gone within :data:`CLOSE_BOUND_S`.
 
 Every method may be called from any thread, concurrently: requests are
 pipelined on the one connection, never serialized behind a lock.  Results are
@@ -69,6 +70,11 @@ logger = get_logger(__name__)
 SHUTDOWN_TIMEOUT_S = 2.0
 #: How long :meth:`LspClient.close` may take to send ``exit``.
 EXIT_SEND_TIMEOUT_S = 1.0
+#: How long a server that answered ``shutdown`` and was sent ``exit`` gets to exit
+#: (its stdin closed too) before its process tree is terminated: after ``shutdown``
+#: there is nothing left for it to do, and some servers (jedi-language-server)
+#: take seconds to exit by themselves.
+EXIT_GRACE_S = 0.5
 #: How long sending ``initialized`` and the settings may take after ``initialize`` was answered.
 INITIALIZED_SEND_TIMEOUT_S = 5.0
 #: The longest :meth:`LspClient.close` takes: ``shutdown``, ``exit``, then the
@@ -315,7 +321,9 @@ class LspClient(Closing):
 
         Sends ``shutdown`` and waits up to :data:`SHUTDOWN_TIMEOUT_S` for its
         answer, then ``exit``, then closes the transport (stdin closed, the
-        process tree terminated, then killed, each step bounded), failing
+        process tree terminated, then killed, each step bounded; a child that
+        answered ``shutdown`` gets :data:`EXIT_GRACE_S` to exit before it is
+        terminated, others the transport's stdin grace), failing
         whatever is still pending with ``TransportClosed``.  A server that was
         never initialized, or is gone already, is only reclaimed.  Idempotent
         and thread-safe: a second caller waits (bounded) for the first.
@@ -328,8 +336,8 @@ class LspClient(Closing):
             self._closed.wait(CLOSE_BOUND_S)
             return
         try:
-            if _succeeded(handshake) and not self._rpc.closed:
-                self._say_goodbye()
+            if _succeeded(handshake) and not self._rpc.closed and self._say_goodbye():
+                self._reclaim_after_exit()
         finally:
             try:
                 self._rpc.close()
@@ -337,15 +345,26 @@ class LspClient(Closing):
                 self._board.close(TransportClosed("LspClient closed"))
                 self._closed.set()
 
-    def _say_goodbye(self) -> None:
+    def _say_goodbye(self) -> bool:
+        """``shutdown``, then ``exit``; True when the server answered the one and was sent the other."""
+        answered = False
         try:
             self._rpc.call("shutdown", None, timeout=SHUTDOWN_TIMEOUT_S)
+            answered = True
         except JsonRpcError as exc:
             logger.debug("shutdown was not answered: %s", exc)
         try:
             self._rpc.notify("exit", None, timeout=EXIT_SEND_TIMEOUT_S)
         except JsonRpcError as exc:
             logger.debug("exit could not be sent: %s", exc)
+            return False
+        return answered
+
+    def _reclaim_after_exit(self) -> None:
+        """A child told ``exit`` gets :data:`EXIT_GRACE_S` to go, not a stdin close's full grace."""
+        transport = self._rpc.transport
+        if isinstance(transport, StdioTransport):
+            transport.close(stdin_grace=EXIT_GRACE_S)
 
     @property
     def closed(self) -> bool:
@@ -466,7 +485,11 @@ class LspClient(Closing):
         *,
         timeout: Timeout = DEFAULT_TIMEOUT,
     ) -> str:
-        """Open a document on the server (``textDocument/didOpen``, version 1).
+        """Open a document on the server (``textDocument/didOpen``).
+
+        Its version is 1, or for a document this client closed before, one more
+        than the last version it sent for that URI: a version never repeats, so
+        a late publication about the old text never passes for the new one.
 
         Args:
             path_or_uri: a local path or a URI.

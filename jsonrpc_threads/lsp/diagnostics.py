@@ -9,7 +9,10 @@ count of publications, and a waiter names what it waits for:
 - the document's version, when the server says which version its
   diagnostics are for (``version`` in the notification; pylsp and pyright do);
 - else, any publication that arrived after the client sent that version
-  (the count at that moment is recorded by :meth:`DiagnosticsBoard.expect`).
+  (the count at that moment is recorded by :meth:`DiagnosticsBoard.expect`),
+  as long as the server never named a version for that document: a server
+  that does (pylsp) also clears a closed document's diagnostics without one,
+  and that empty list says nothing about the text opened next.
 
 A publication that already arrived for the awaited version satisfies the wait
 at once, so a caller that asks late does not wait for a second one.
@@ -24,7 +27,7 @@ Thread-safe.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set
 
 from .._deadlines import passed, wait_slice
 from ..errors import RequestTimeout, TransportClosed
@@ -57,9 +60,10 @@ class DiagnosticsBoard:
     """
 
     def __init__(self, on_diagnostics: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
-        # _cond's lock guards _latest, _expected, _count and _closed.
+        # _cond's lock guards _latest, _versioned, _expected, _count and _closed.
         self._cond = threading.Condition(threading.Lock())
         self._latest: Dict[str, Publication] = {}
+        self._versioned: Set[str] = set()  # documents the server published a version for
         self._expected: Dict[str, _Expectation] = {}
         self._count = 0
         self._closed: Optional[TransportClosed] = None
@@ -80,15 +84,17 @@ class DiagnosticsBoard:
         if not isinstance(params, dict) or not isinstance(params.get("uri"), str):
             return
         version = params.get("version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            version = None
         diagnostics = params.get("diagnostics")
+        key = normalize_uri(params["uri"])
         with self._cond:
             self._count += 1
-            self._latest[normalize_uri(params["uri"])] = Publication(
-                params["uri"],
-                version if isinstance(version, int) and not isinstance(version, bool) else None,
-                diagnostics if isinstance(diagnostics, list) else [],
-                self._count,
+            self._latest[key] = Publication(
+                params["uri"], version, diagnostics if isinstance(diagnostics, list) else [], self._count
             )
+            if version is not None:
+                self._versioned.add(key)
             self._cond.notify_all()
         if self._callback is not None:
             self._callback(params)
@@ -148,6 +154,8 @@ class DiagnosticsBoard:
             return latest
         if latest.version is not None:
             return latest if latest.version == expected.version else None
+        if key in self._versioned:
+            return None  # a server that names versions said nothing about this one
         return latest if latest.number > expected.after else None
 
 

@@ -2,7 +2,10 @@
 
 Between ``textDocument/didOpen`` and ``textDocument/didClose`` a document's
 content is what the client says it is, not what is on disk, and each
-``didChange`` carries a version one higher than the one before.  The
+``didChange`` carries a version one higher than the one before.  A version
+never repeats for a URI within one client: a document opened again after
+``didClose`` starts one above the last version sent for it, so a server's late
+publication about the old text can never pass for one about the new.  The
 :class:`DocumentStore` keeps that record and decides, under its lock, the
 version of each change and its place in the outgoing order (a ticket of
 :class:`~._ordering.InOrder`), so that two threads editing one document never
@@ -25,7 +28,8 @@ from urllib.parse import urlsplit
 from ._ordering import InOrder
 from .uris import normalize_uri
 
-#: The version of a document when it is opened (each change adds one).
+#: The version of a document when it is first opened (each change adds one; a reopen
+#: continues from the last version sent for its URI).
 FIRST_VERSION = 1
 
 #: File suffix -> the language identifier the protocol's specification lists for it.
@@ -91,13 +95,18 @@ class DocumentStore:
     """The open documents of one client.  Thread-safe; does no I/O."""
 
     def __init__(self) -> None:
-        # _lock guards _documents; the order of tickets taken under it is the order on the wire.
+        # _lock guards _documents and _last_versions; the order of tickets taken under it is the
+        # order on the wire.
         self._lock = threading.Lock()
         self._documents: Dict[str, Document] = {}
+        self._last_versions: Dict[str, int] = {}  # every URI ever opened -> the last version given
         self.order = InOrder()
 
     def open(self, uri: str, text: str, language_id: str) -> Tuple[Document, int]:
         """Record a document as open; returns it and the ticket of its ``didOpen``.
+
+        Its version is :data:`FIRST_VERSION` the first time, else one more than
+        the last version given for the URI (a reopen never repeats one).
 
         Raises:
             ValueError: when it is open already.
@@ -106,8 +115,10 @@ class DocumentStore:
         with self._lock:
             if key in self._documents:
                 raise ValueError(f"{uri} is open already: change() it, or close_document() it first")
-            document = Document(uri, language_id, FIRST_VERSION, text)
+            version = self._last_versions.get(key, FIRST_VERSION - 1) + 1
+            document = Document(uri, language_id, version, text)
             self._documents[key] = document
+            self._last_versions[key] = version
             return document, self.order.take()
 
     def change(self, uri: str, text: str) -> Tuple[Document, int]:
@@ -123,6 +134,7 @@ class DocumentStore:
                 raise ValueError(f"{uri} is not open: open() it first")
             document = current._replace(version=current.version + 1, text=text)
             self._documents[key] = document
+            self._last_versions[key] = document.version
             return document, self.order.take()
 
     def close(self, uri: str) -> Tuple[Document, int]:

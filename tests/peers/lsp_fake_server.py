@@ -16,7 +16,11 @@ each open and change, and offers test hooks:
   results under it, a work-done ``end`` under the ``workDoneToken``, then ``[]``.
 
 Flags: ``--ignore-shutdown`` (never answer it), ``--stubborn`` (also ignore
-``exit``, end of input and SIGTERM: only SIGKILL ends it), ``--encoding NAME``,
+``exit``, end of input and SIGTERM: only SIGKILL ends it), ``--slow-exit``
+(answer ``shutdown`` but ignore ``exit`` and end of input, as
+jedi-language-server does for seconds; SIGTERM ends it), ``--grandchild``
+(start a child of its own at start-up that waits until it is killed),
+``--encoding NAME``,
 ``--no-versions`` (publish diagnostics without a version), ``--sync-options``
 (``textDocumentSync`` as options with ``openClose``), ``--no-sync`` (no
 ``textDocumentSync`` at all).  It writes ``fake server ready`` to stderr.
@@ -24,6 +28,7 @@ Flags: ``--ignore-shutdown`` (never answer it), ``--stubborn`` (also ignore
 
 import json
 import signal
+import subprocess
 import sys
 import threading
 
@@ -97,7 +102,7 @@ class Server:
             if "--ignore-shutdown" not in self.flags:
                 self.answer(request_id, None)
         elif method == "exit":
-            return "--stubborn" in self.flags
+            return bool({"--stubborn", "--slow-exit"} & self.flags)
         elif method == "textDocument/didOpen":
             document = params["textDocument"]
             self.documents[document["uri"]] = (document["version"], document["text"])
@@ -151,6 +156,8 @@ def main() -> None:
     server = Server(sys.argv[1:])
     if "--stubborn" in server.flags:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if "--grandchild" in server.flags:
+        subprocess.Popen([sys.executable, "-c", "import threading; threading.Event().wait()"], stdin=subprocess.DEVNULL)
     sys.stderr.write("fake server ready\n")
     sys.stderr.flush()
     stdin = sys.stdin.buffer
@@ -160,8 +167,8 @@ def main() -> None:
             break
         if body and not server.handle(json.loads(body)):
             return
-    if "--stubborn" in server.flags:
-        threading.Event().wait()  # end of input changes nothing: only SIGKILL ends it
+    if {"--stubborn", "--slow-exit"} & server.flags:
+        threading.Event().wait()  # end of input changes nothing: only a signal ends it
 
 
 if __name__ == "__main__":

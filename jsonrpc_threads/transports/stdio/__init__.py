@@ -47,7 +47,7 @@ from ._child import (
     finalize,
 )
 from ._reader import EXIT_AFTER_EOF_WAIT_S, READER_PARK_S
-from ._reclaim import KILL_GRACE_S, STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, reap_quietly
+from ._reclaim import KILL_GRACE_S, STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, reap_quietly, stdin_grace_within
 from ._spawn import DEFAULT_ENV_ALLOWLIST, Command, child_env, default_label, parse_command, spawn
 from ._stderr import DEFAULT_STDERR_TAIL_BYTES, STDERR_DRAIN_WAIT_S
 
@@ -338,11 +338,12 @@ class StdioTransport(Closing):
         self._finalizer.detach()
         self._child.release_in_fork()
 
-    def close(self) -> None:
+    def close(self, *, stdin_grace: Optional[float] = None) -> None:
         """Reclaim the child and its whole process tree; bounded in time.
 
         Lets what is queued for stdin go out, closes stdin and waits up to
-        :data:`STDIN_CLOSE_GRACE_S` (together) for the child to exit; then
+        :data:`STDIN_CLOSE_GRACE_S` (together; ``stdin_grace`` shortens it, for
+        a child already told to exit) for the child to exit; then
         terminates every process of its tree (collected before any signal) and
         waits up to :data:`TERMINATE_GRACE_S`; then kills what is left and
         waits up to :data:`KILL_GRACE_S`.  Then joins the threads and closes
@@ -353,9 +354,13 @@ class StdioTransport(Closing):
         Idempotent and thread-safe; a second concurrent call returns when the
         first is done.  Safe to call from a sink callback (it does not wait for
         its own thread).
+
+        Raises:
+            ValueError: a ``stdin_grace`` that is not from 0 to :data:`STDIN_CLOSE_GRACE_S`.
         """
+        grace = stdin_grace_within(stdin_grace)
         self._finalizer.detach()
-        self._child.close()
+        self._child.close(stdin_grace=grace)
 
     def __repr__(self) -> str:
         child = self._child

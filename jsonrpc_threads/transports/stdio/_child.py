@@ -274,14 +274,14 @@ class Child:
             self.closed_event.wait(CLOSE_WAIT_S)
         return first
 
-    def close(self, *, notify: bool = True) -> None:
+    def close(self, *, notify: bool = True, stdin_grace: float = STDIN_CLOSE_GRACE_S) -> None:
         if not owned(self):
             self.release_in_fork()
             return
         if not self.begin_close(notify=notify):
             return
         try:
-            reclaim([self], stdin_grace=STDIN_CLOSE_GRACE_S, terminate_grace=TERMINATE_GRACE_S)
+            reclaim([self], stdin_grace=stdin_grace, terminate_grace=TERMINATE_GRACE_S)
             self.finish(time.monotonic() + THREAD_JOIN_S)
         finally:
             self.closed_event.set()

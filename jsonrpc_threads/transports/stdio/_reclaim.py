@@ -1,6 +1,8 @@
 """Reclaiming a child and its whole process tree, every wait bounded.
 
-The escalation of ``close()``: close stdin and wait (:data:`STDIN_CLOSE_GRACE_S`);
+The escalation of ``close()``: close stdin and wait (:data:`STDIN_CLOSE_GRACE_S`,
+or a shorter grace the caller asks for: a language server told ``exit`` has
+had its chance to go);
 terminate every process of the tree, collected before anything is signalled,
 and wait (:data:`TERMINATE_GRACE_S`); kill what is left and wait
 (:data:`KILL_GRACE_S`); reap.  The tree is the child's descendants, what is
@@ -71,6 +73,25 @@ class Reclaimable(Protocol):
     def streams_closed(self, timeout: float) -> bool: ...
 
     def reclaim_done(self) -> None: ...
+
+
+def stdin_grace_within(grace: Optional[float]) -> float:
+    """The grace after stdin is closed that ``close(stdin_grace=...)`` asked for (default :data:`STDIN_CLOSE_GRACE_S`).
+
+    Only a shorter one may be asked for (a child already told to exit, say), so
+    that every close stays within its documented bound.
+
+    Raises:
+        ValueError: for a grace that is not from 0 to :data:`STDIN_CLOSE_GRACE_S`.
+        TypeError: for a grace that is not a number.
+    """
+    if grace is None:
+        return STDIN_CLOSE_GRACE_S
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)):
+        raise TypeError(f"stdin_grace must be a number of seconds, not {type(grace).__name__}")
+    if not 0 <= grace <= STDIN_CLOSE_GRACE_S:  # NaN fails this too
+        raise ValueError(f"stdin_grace must be from 0 to {STDIN_CLOSE_GRACE_S} seconds, not {grace!r}")
+    return float(grace)
 
 
 def owned(child: Reclaimable) -> bool:
@@ -375,4 +396,5 @@ __all__ = [
     "owned",
     "reap_quietly",
     "reclaim",
+    "stdin_grace_within",
 ]
