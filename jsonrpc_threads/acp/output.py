@@ -48,17 +48,17 @@ class OutputBuffer:
         data = self._data
         data += chunk
         excess = len(data) - self.limit
-        if excess <= 0:
-            return
-        self.truncated = True
-        # Also drop the rest of a character cut in two (at most 3 continuation bytes; more
-        # means the stream is not UTF-8 there, and the cut stays where the limit put it).
-        extra = 0
-        while extra < _MAX_CONTINUATION and excess + extra < len(data) and _is_continuation(data[excess + extra]):
-            extra += 1
-        if excess + extra < len(data) and _is_continuation(data[excess + extra]):
+        if excess > 0:
+            self.truncated = True
+            del data[:excess]
+        if self.truncated:
+            # After a cut, drop the rest of a character cut in two: at most 3 continuation
+            # bytes (more means the stream is not UTF-8 there, and the cut stays as it is).
             extra = 0
-        del data[: excess + extra]
+            while extra < len(data) and extra <= _MAX_CONTINUATION and _is_continuation(data[extra]):
+                extra += 1
+            if 0 < extra <= _MAX_CONTINUATION:
+                del data[:extra]
 
     def __len__(self) -> int:
         return len(self._data)

@@ -221,7 +221,8 @@ class ScriptedAgent(Agent):
 
     async def _terminal(self, session_id: str, step: Dict[str, Any]) -> None:
         conn = self._conn
-        params = {key: value for key, value in step["terminal"].items()}
+        names = {"outputByteLimit": "output_byte_limit"}  # the SDK's keyword for the wire's name
+        params = {names.get(key, key): value for key, value in step["terminal"].items()}
         created = await self._attempt(session_id, "create", conn.create_terminal(session_id=session_id, **params))
         if created is None:
             return
