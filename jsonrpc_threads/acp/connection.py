@@ -15,8 +15,12 @@ version, an error, no answer in time) fails every later call the same way;
 close the client and start a new one.
 
 Only the public faces of the package are used here: ``JsonRpcClient``
-(``call``, ``notify``, ``on_request``, ``on_notification``, ``close``),
-``StdioTransport`` and the exception tree.  A request that times out is simply
+(``request``, ``notify``, ``on_request``, ``on_notification``, ``cancel``,
+``close``), ``StdioTransport`` and the exception tree.  A request is sent with
+``request()`` and its future waited for (not ``call()``): the answer to a
+prompt comes behind a stream of notifications, and the future is settled once
+their handlers ran, as ``call()`` would return; the future's own deadline
+settles it, and the wait is bounded :data:`RESULT_GRACE_S` beyond it.  A request that times out is simply
 given up (ACP's ``$/cancel_request`` is optional and not sent); a prompt turn
 is cancelled by the layer above, with ``session/cancel``.
 """
@@ -31,7 +35,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .. import JsonRpcClient, StdioTransport, Transport
-from ..errors import ProtocolError, RequestTimeout, TransportClosed
+from ..errors import JsonRpcError, ProtocolError, RequestTimeout, TransportClosed
 from ._deadline import Deadline
 from .wire import INITIALIZE, PROTOCOL_VERSION
 
@@ -39,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 Command = Union[str, Sequence[Union[str, "os.PathLike[str]"]]]
 
+#: How much longer than its deadline a wait for a request's future may take: the client
+#: settles the future at the deadline itself; this bounds the wait should it not.
+RESULT_GRACE_S = 1.0
 #: Threads that serve the agent's requests at once.  Some of them wait (a
 #: permission callback that asks a person, ``terminal/wait_for_exit``), so the
 #: pool is larger than the plain client's.
@@ -122,7 +129,7 @@ class AgentConnection:
             ) from None
 
     def _run_handshake(self, deadline: Deadline) -> Dict[str, Any]:
-        answer = self.rpc.call(INITIALIZE, self._initialize_params, timeout=deadline.left())
+        answer = self._request(INITIALIZE, self._initialize_params, deadline)
         result: Dict[str, Any] = answer if isinstance(answer, dict) else {}
         version = result.get("protocolVersion")
         if version != PROTOCOL_VERSION or isinstance(version, bool):
@@ -159,7 +166,22 @@ class AgentConnection:
             JsonRpcError: the agent's error.
         """
         self.ready(deadline)
-        return self.rpc.call(method, params, timeout=deadline.left())
+        return self._request(method, params, deadline)
+
+    def _request(self, method: str, params: Dict[str, Any], deadline: Deadline) -> Any:
+        timeout = deadline.left()
+        future = self.rpc.request(method, params, timeout=timeout)
+        try:
+            return future.result(timeout=None if timeout is None else timeout + RESULT_GRACE_S)
+        except BaseException as exc:
+            if future.done():
+                if isinstance(exc, FutureTimeout) and not isinstance(exc, JsonRpcError):
+                    return future.result(timeout=0)  # settled just as the wait gave up
+                raise  # the answer's error, or the client's own (RequestTimeout, TransportClosed)
+            self.rpc.cancel(future, f"Interrupted: {type(exc).__name__}")  # interrupted, or the backstop
+            if isinstance(exc, FutureTimeout):
+                raise RequestTimeout(method, None, deadline.timeout, "the client did not settle it") from None
+            raise
 
     def notify(self, method: str, params: Dict[str, Any], timeout: Optional[float]) -> None:
         """Send a notification; bounded by ``timeout``.
@@ -214,4 +236,4 @@ def _succeeded(handshake: Optional[Future[Dict[str, Any]]]) -> bool:
     return handshake is not None and handshake.done() and not handshake.cancelled() and handshake.exception() is None
 
 
-__all__ = ["HANDLER_WORKERS", "AgentConnection", "Command"]
+__all__ = ["HANDLER_WORKERS", "RESULT_GRACE_S", "AgentConnection", "Command"]
