@@ -34,6 +34,8 @@ pytestmark = pytest.mark.skipif(
 
 #: Seconds any one call may take (the agent is a Python process that imports pydantic).
 TIMEOUT_S = 30.0
+#: A turn of six chunks takes about a millisecond; one that takes this long waited for nothing.
+LATE_TURN_S = 0.04
 
 
 def agent_command(*flags: str) -> List[str]:
@@ -488,3 +490,15 @@ def test_closing_the_client_fails_later_calls_and_is_idempotent() -> None:
     agent.close()
     with pytest.raises(TransportClosed):
         agent.prompt(session, "hello")
+
+
+def test_a_turn_returns_as_soon_as_its_updates_are_delivered() -> None:
+    """Regression: through ``JsonRpcClient.call()`` an answer behind notifications came about 50 ms late."""
+    late = 0
+    with AcpClient(agent_command(), default_timeout=TIMEOUT_S) as agent:
+        session = agent.new_session()
+        for _ in range(100):
+            started = time.monotonic()
+            assert len(agent.prompt(session, script({"chunks": 6}))["updates"]) == 6
+            late += time.monotonic() - started > LATE_TURN_S
+    assert late < 10, f"{late} of 100 turns took more than {LATE_TURN_S * 1000:.0f} ms"
