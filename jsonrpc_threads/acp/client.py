@@ -6,6 +6,7 @@ stdio, one JSON text per line, on a :class:`~jsonrpc_threads.JsonRpcClient`.
 The pieces, one module each:
 
 - :mod:`.connection`: the process, the JSON-RPC client, the one handshake;
+- :mod:`.sessions`: the sessions opened, their answers and directories;
 - :mod:`.turns`: ``session/update`` notifications routed to the call that
   collects them (a prompt turn, a load's replay), delivered in order;
 - :mod:`.permissions`: ``session/request_permission`` answered by the caller's
@@ -43,6 +44,7 @@ from ._deadline import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout, resolv
 from .connection import AgentConnection, Command
 from .files import FileService
 from .permissions import PermissionCallback, PermissionDesk
+from .sessions import SessionBook
 from .terminals import TerminalService
 from .turns import SessionUpdateCallback, TurnBoard, UpdateCallback
 from .wire import (
@@ -63,7 +65,6 @@ from .wire import (
     TERMINAL_RELEASE,
     TERMINAL_WAIT,
     McpServers,
-    absolute_path,
     client_capabilities,
     mcp_server_list,
     prompt_blocks,
@@ -144,20 +145,19 @@ class AcpClient:
             raise ValueError("fs_write=True needs an fs_root")
         if on_update is not None and not callable(on_update):
             raise TypeError(f"on_update must be callable, not {type(on_update).__name__}")
-        self._cwd = absolute_path(cwd) if cwd is not None else None
+        self._sessions = SessionBook(cwd)
         self._files = FileService(fs_root, write=fs_write) if fs_root is not None else None
         self._turns = TurnBoard(on_update)
         self._permissions = PermissionDesk(on_permission, self._turns, self._default_timeout)
         self._terminals = (
-            TerminalService(default_cwd=self._session_cwd, wait_deadline=self._wait_deadline) if terminal else None
+            TerminalService(default_cwd=self._sessions.cwd_of, wait_deadline=self._wait_deadline) if terminal else None
         )
         self.client_capabilities = client_capabilities(
             read_files=self._files is not None, write_files=fs_write, terminal=terminal
         )
         info = dict(client_info) if client_info is not None else {"name": "jsonrpc_threads", "version": __version__}
-        # _lock guards _sessions and _close_started.
+        # _lock guards _close_started.
         self._lock = threading.Lock()
-        self._sessions: Dict[str, Dict[str, Any]] = {}
         self._close_started = False
         self._connection = AgentConnection(
             command_or_transport,
@@ -166,28 +166,12 @@ class AcpClient:
                 "clientCapabilities": self.client_capabilities,
                 "clientInfo": info,
             },
-            cwd=self._cwd,
+            cwd=self._sessions.default_cwd,
             env=env,
             inherit_env=inherit_env,
             default_timeout=self._default_timeout,
         )
-        self._serve()
-
-    def _serve(self) -> None:
-        connection = self._connection
-        connection.on_notification(SESSION_UPDATE, self._turns.route)
-        connection.on_request(REQUEST_PERMISSION, self._permissions.answer)
-        if self._files is not None:
-            connection.on_request(FS_READ, self._files.read_text_file)
-            if self._files.write:
-                connection.on_request(FS_WRITE, self._files.write_text_file)
-        terminals = self._terminals
-        if terminals is not None:
-            connection.on_request(TERMINAL_CREATE, terminals.create)
-            connection.on_request(TERMINAL_OUTPUT, terminals.output)
-            connection.on_request(TERMINAL_WAIT, terminals.wait_for_exit)
-            connection.on_request(TERMINAL_KILL, terminals.kill)
-            connection.on_request(TERMINAL_RELEASE, terminals.release)
+        _serve(self._connection, self._turns, self._permissions, self._files, self._terminals)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -288,8 +272,7 @@ class AcpClient:
     @property
     def sessions(self) -> Dict[str, Dict[str, Any]]:
         """Every session this client created or loaded -> the agent's answer (``modes``, ...)."""
-        with self._lock:
-            return {session_id: dict(answer) for session_id, answer in self._sessions.items()}
+        return self._sessions.snapshot()
 
     # -- the agent's methods ------------------------------------------------------------------
 
@@ -324,13 +307,13 @@ class AcpClient:
             ProtocolError: an answer without a ``sessionId``.
         """
         deadline = self._deadline(timeout)
-        directory = self._directory(cwd)
+        directory = self._sessions.directory(cwd)
         params = {"cwd": directory, "mcpServers": mcp_server_list(mcp_servers)}
         answer = _dict(self._connection.call(SESSION_NEW, params, deadline))
         session_id = answer.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise ProtocolError(f"session/new answered without a sessionId: {answer!r:.200}")
-        self._remember(session_id, answer, directory)
+        self._sessions.remember(session_id, answer, directory)
         return session_id
 
     def load_session(
@@ -351,7 +334,7 @@ class AcpClient:
         """
         session_id = _text(session_id, "session_id")
         deadline = self._deadline(timeout)
-        directory = self._directory(cwd)
+        directory = self._sessions.directory(cwd)
         params = {"sessionId": session_id, "cwd": directory, "mcpServers": mcp_server_list(mcp_servers)}
         self._connection.ready(deadline)
         if self.agent_capabilities.get("loadSession") is not True:
@@ -361,7 +344,7 @@ class AcpClient:
             answer = self._connection.call(SESSION_LOAD, params, deadline)
         finally:
             updates = self._turns.end(turn)
-        self._remember(session_id, _dict(answer), directory)
+        self._sessions.remember(session_id, _dict(answer), directory)
         return updates
 
     def prompt(
@@ -455,20 +438,6 @@ class AcpClient:
     def _deadline(self, timeout: Timeout) -> Deadline:
         return Deadline(resolve_timeout(timeout, self._default_timeout))
 
-    def _directory(self, cwd: Optional[Union[str, os.PathLike[str]]]) -> str:
-        if cwd is not None:
-            return absolute_path(cwd)
-        return self._cwd if self._cwd is not None else os.getcwd()
-
-    def _remember(self, session_id: str, answer: Dict[str, Any], directory: str) -> None:
-        with self._lock:
-            self._sessions[session_id] = {**answer, "cwd": directory}
-
-    def _session_cwd(self, session_id: str) -> Optional[str]:
-        with self._lock:
-            answer = self._sessions.get(session_id)
-        return answer["cwd"] if answer is not None else self._cwd
-
     def _wait_deadline(self, session_id: str) -> Deadline:
         return self._turns.deadline_for(session_id) or Deadline(self._default_timeout)
 
@@ -484,6 +453,28 @@ class AcpClient:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "initialized" if self._connection.initialized else "new"
         return f"<AcpClient {self._connection.rpc.transport!r} {state}>"
+
+
+def _serve(
+    connection: AgentConnection,
+    turns: TurnBoard,
+    permissions: PermissionDesk,
+    files: Optional[FileService],
+    terminals: Optional[TerminalService],
+) -> None:
+    """Register the handlers of what the client serves (and only that)."""
+    connection.on_notification(SESSION_UPDATE, turns.route)
+    connection.on_request(REQUEST_PERMISSION, permissions.answer)
+    if files is not None:
+        connection.on_request(FS_READ, files.read_text_file)
+        if files.write:
+            connection.on_request(FS_WRITE, files.write_text_file)
+    if terminals is not None:
+        connection.on_request(TERMINAL_CREATE, terminals.create)
+        connection.on_request(TERMINAL_OUTPUT, terminals.output)
+        connection.on_request(TERMINAL_WAIT, terminals.wait_for_exit)
+        connection.on_request(TERMINAL_KILL, terminals.kill)
+        connection.on_request(TERMINAL_RELEASE, terminals.release)
 
 
 def _dict(value: Any) -> Dict[str, Any]:

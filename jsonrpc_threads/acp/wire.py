@@ -17,7 +17,6 @@ build and answers with what they return:
 
 from __future__ import annotations
 
-import os
 import signal
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -168,11 +167,6 @@ def exit_status(returncode: int) -> Dict[str, Any]:
     return {"exitCode": None, "signal": name}
 
 
-def absolute_path(path: Union[str, os.PathLike[str]]) -> str:
-    """A working directory as ACP wants it: absolute."""
-    return os.path.abspath(os.fspath(path))
-
-
 __all__ = [
     "AUTHENTICATE",
     "AUTH_REQUIRED",
@@ -197,7 +191,6 @@ __all__ = [
     "TERMINAL_RELEASE",
     "TERMINAL_WAIT",
     "McpServers",
-    "absolute_path",
     "client_capabilities",
     "exit_status",
     "mcp_server_list",
