@@ -502,3 +502,26 @@ def test_a_turn_returns_as_soon_as_its_updates_are_delivered() -> None:
             assert len(agent.prompt(session, script({"chunks": 6}))["updates"]) == 6
             late += time.monotonic() - started > LATE_TURN_S
     assert late < 10, f"{late} of 100 turns took more than {LATE_TURN_S * 1000:.0f} ms"
+
+
+def test_close_from_another_thread_fails_a_running_turn_at_once() -> None:
+    collector = Collector(signal_on="started")
+    outcome: List[BaseException] = []
+    agent = AcpClient(agent_command(), default_timeout=TIMEOUT_S)
+    try:
+        session = agent.new_session()
+
+        def turn() -> None:
+            try:
+                agent.prompt(session, script({"say": "started"}, {"hang": True}), on_update=collector)
+            except BaseException as exc:  # checked below
+                outcome.append(exc)
+
+        thread = threading.Thread(target=turn)
+        thread.start()
+        assert collector.seen.wait(TIMEOUT_S)
+    finally:
+        agent.close()
+    thread.join(TIMEOUT_S)
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], TransportClosed)
