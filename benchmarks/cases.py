@@ -1133,6 +1133,13 @@ def lsp_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
     return rows
 
 
+def _acp_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    """Case 10 (benchmarks/acp_case.py, which imports this module)."""
+    from benchmarks.acp_case import acp_cases  # noqa: PLC0415
+
+    return acp_cases(sizes, sched)
+
+
 GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "stdio": stdio_cases,
     "sdk": sdk_cases,
@@ -1141,6 +1148,7 @@ GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "startup": startup_cases,
     "lsp": lsp_cases,
     "tools": tool_cases,
+    "acp": _acp_cases,
 }
 
 

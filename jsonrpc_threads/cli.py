@@ -8,6 +8,8 @@ Commands::
                           METHOD ['[params]' | -] [--notify]
     jsonrpc-threads lsp   --stdio "CMD ARGS" [--root DIR] [--env NAME=VALUE] [--inherit-env]
                           (definition | hover | references) FILE:LINE:COL | diagnostics FILE
+    jsonrpc-threads acp   --stdio "CMD ARGS" [--cwd DIR] [--fs-root DIR [--fs-write]] [--terminal] [--allow]
+                          (PROMPT | -)              (see jsonrpc_threads.acp.cli)
     jsonrpc-threads --version
 
 Every command takes ``--timeout SECONDS`` (how long each request may take:
@@ -71,6 +73,8 @@ from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, 
 from urllib.parse import urlsplit
 
 from ._version import __version__
+from .acp.cli import add_command as add_acp_command
+from .acp.cli import run as run_acp
 from .client import JsonRpcClient
 from .errors import HttpError, JsonRpcError, RemoteError, RequestTimeout, TransportClosed
 from .mcp.config import ConfigError, load_config
@@ -274,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     lsp.add_argument(
         "location", metavar="FILE[:LINE:COL]", help="FILE:LINE:COL (from 1) for a position query, FILE for diagnostics"
     )
+    add_acp_command(commands, common, epilog)
     return parser
 
 
@@ -678,6 +683,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_call(args, out, err, stdin)
         if args.command == "lsp":
             return cmd_lsp(args, out, err)
+        if args.command == "acp":
+            return run_acp(args, out, err, stdin)
         return cmd_rpc(args, out, err, stdin)
     except _Failure as exc:
         err.write(f"{PROG}: {exc.message}\n")

@@ -62,7 +62,7 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     UnknownServer          -32602   local    LookupError       mcp.registry
     ServerUnavailable      -32000   local    ConnectionError   mcp.registry
     ProtocolVersionError   -32600   local                      mcp.session
-    ProtocolError          -32600   local                      mcp (an answer the protocol forbids)
+    ProtocolError          -32600   local                      mcp, acp (an answer the protocol forbids)
     SkillVerificationError -32602   local                      mcp.skills
     HeaderMismatch         -32020   remote   RemoteError       error_from_mcp
     MissingClientCapability -32021  remote   RemoteError       error_from_mcp
@@ -567,8 +567,9 @@ class ProtocolVersionError(JsonRpcError):
 
 
 class ProtocolError(JsonRpcError):
-    """The server sent an answer the MCP protocol forbids (an unknown ``resultType``, an interim
-    result on a request that may not have one, a round trip that never ends).
+    """The server sent an answer its protocol forbids: MCP (an unknown ``resultType``, an interim
+    result on a request that may not have one, a round trip that never ends) or ACP (another
+    protocol version, a session without an id, a turn without a stop reason).
 
     The server's fault: sending the same request again will usually fail the same way.
     """

@@ -1,0 +1,239 @@
+"""The connection to one agent: its process, the JSON-RPC client over it, and the handshake.
+
+Theory of operation.  An :class:`AgentConnection` starts the agent (a
+:class:`~jsonrpc_threads.StdioTransport`, one JSON text per line) or takes a
+transport it is given, and puts a :class:`~jsonrpc_threads.JsonRpcClient` on it.
+Everything above talks to the agent through :meth:`AgentConnection.call` and
+:meth:`AgentConnection.notify`, which take the caller's
+:class:`~._deadline.Deadline` and run the handshake first if it has not run.
+
+The handshake (``initialize`` with protocol version 1) is a single flight: the
+first caller sends it, every other caller waits for that one answer with its
+own deadline.  ACP allows one ``initialize`` per connection, so its outcome
+sticks: a handshake that failed (an agent that answered another protocol
+version, an error, no answer in time) fails every later call the same way;
+close the client and start a new one.
+
+Only the public faces of the package are used here: ``JsonRpcClient``
+(``request``, ``notify``, ``on_request``, ``on_notification``, ``cancel``,
+``close``), ``StdioTransport`` and the exception tree.  A request is sent with
+``request()`` and its future waited for (not ``call()``): the answer to a
+prompt comes behind a stream of notifications, and the future is settled once
+their handlers ran, as ``call()`` would return; the future's own deadline
+settles it, and the wait is bounded :data:`RESULT_GRACE_S` beyond it.  A request that times out is simply
+given up (ACP's ``$/cancel_request`` is optional and not sent); a prompt turn
+is cancelled by the layer above, with ``session/cancel``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+from .. import JsonRpcClient, StdioTransport, Transport
+from ..errors import JsonRpcError, ProtocolError, RequestTimeout, TransportClosed
+from ._deadline import Deadline
+from .wire import INITIALIZE, PROTOCOL_VERSION
+
+logger = logging.getLogger(__name__)
+
+Command = Union[str, Sequence[Union[str, "os.PathLike[str]"]]]
+
+#: How much longer than its deadline a wait for a request's future may take: the client
+#: settles the future at the deadline itself; this bounds the wait should it not.
+RESULT_GRACE_S = 1.0
+#: Threads that serve the agent's requests at once.  Some of them wait (a
+#: permission callback that asks a person, ``terminal/wait_for_exit``), so the
+#: pool is larger than the plain client's.
+HANDLER_WORKERS = 16
+
+
+class AgentConnection:
+    """One agent over one transport, and the one handshake with it.  Thread-safe.
+
+    Args:
+        command_or_transport: the agent's command line (a ``str``, split with
+            :func:`shlex.split`, or an argv list), started as a child process;
+            or a transport (the connection owns it and closes it).
+        cwd, env, inherit_env: for a command, as ``StdioTransport`` takes them.
+        initialize_params: the parameters of ``initialize``.
+        default_timeout: the JSON-RPC client's default timeout.
+        handler_workers: threads serving the agent's requests at once.
+
+    Raises:
+        TransportClosed: the command cannot be started.
+        ValueError: ``cwd``, ``env`` or ``inherit_env`` given with a transport.
+        TypeError: neither a command nor a transport.
+    """
+
+    def __init__(
+        self,
+        command_or_transport: Union[Command, Transport],
+        *,
+        initialize_params: Dict[str, Any],
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, Optional[str]]] = None,
+        inherit_env: bool = False,
+        default_timeout: Optional[float] = 30.0,
+        handler_workers: int = HANDLER_WORKERS,
+    ) -> None:
+        transport = _transport_for(command_or_transport, cwd, env, inherit_env)
+        try:
+            self.rpc = JsonRpcClient(transport, default_timeout=default_timeout, handler_workers=handler_workers)
+        except BaseException:
+            if transport is not command_or_transport:
+                transport.close()
+            raise
+        self._initialize_params = initialize_params
+        # _lock guards _handshake and _closing.
+        self._lock = threading.Lock()
+        self._handshake: Optional[Future[Dict[str, Any]]] = None
+        self._closing = False
+
+    # -- the handshake ------------------------------------------------------------------------
+
+    def initialize(self, deadline: Deadline) -> Dict[str, Any]:
+        """Run ``initialize`` once and return the agent's answer.
+
+        Raises:
+            RequestTimeout: no answer before ``deadline`` (or, on another thread,
+                the handshake in progress did not end before it).
+            ProtocolError: the agent answered a protocol version other than 1.
+            TransportClosed: the agent is gone, or the client closed.
+            JsonRpcError: the agent refused ``initialize``.
+        """
+        with self._lock:
+            handshake = self._handshake
+            mine = handshake is None
+            if handshake is None:
+                if self._closing:
+                    raise TransportClosed("AcpClient closed")
+                handshake = self._handshake = Future()
+        if mine:
+            try:
+                result = self._run_handshake(deadline)
+            except BaseException as exc:
+                handshake.set_exception(exc)
+                raise
+            handshake.set_result(result)
+            return result
+        try:
+            return handshake.result(timeout=deadline.left())
+        except FutureTimeout:
+            raise RequestTimeout(
+                INITIALIZE, None, deadline.timeout, "another thread's handshake is still running"
+            ) from None
+
+    def _run_handshake(self, deadline: Deadline) -> Dict[str, Any]:
+        answer = self._request(INITIALIZE, self._initialize_params, deadline)
+        result: Dict[str, Any] = answer if isinstance(answer, dict) else {}
+        version = result.get("protocolVersion")
+        if version != PROTOCOL_VERSION or isinstance(version, bool):
+            raise ProtocolError(
+                f"the agent answered initialize with protocol version {version!r}; "
+                f"this client speaks ACP version {PROTOCOL_VERSION}"
+            )
+        return result
+
+    def ready(self, deadline: Deadline) -> None:
+        """Run the handshake unless it succeeded already (raises as :meth:`initialize`)."""
+        if not _succeeded(self._handshake):
+            self.initialize(deadline)
+
+    @property
+    def initialized(self) -> bool:
+        """True once the handshake succeeded."""
+        return _succeeded(self._handshake)
+
+    @property
+    def initialize_result(self) -> Dict[str, Any]:
+        """The agent's ``initialize`` answer (``{}`` before the handshake succeeded)."""
+        handshake = self._handshake
+        return handshake.result() if handshake is not None and _succeeded(handshake) else {}
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def call(self, method: str, params: Dict[str, Any], deadline: Deadline) -> Any:
+        """Send ``method`` after the handshake (run now if it has not run) and wait for its result.
+
+        Raises:
+            RequestTimeout: no answer before ``deadline``.
+            TransportClosed: the agent is gone, or the client closed.
+            JsonRpcError: the agent's error.
+        """
+        self.ready(deadline)
+        return self._request(method, params, deadline)
+
+    def _request(self, method: str, params: Dict[str, Any], deadline: Deadline) -> Any:
+        timeout = deadline.left()
+        future = self.rpc.request(method, params, timeout=timeout)
+        try:
+            return future.result(timeout=None if timeout is None else timeout + RESULT_GRACE_S)
+        except BaseException as exc:
+            if future.done():
+                if isinstance(exc, FutureTimeout) and not isinstance(exc, JsonRpcError):
+                    return future.result(timeout=0)  # settled just as the wait gave up
+                raise  # the answer's error, or the client's own (RequestTimeout, TransportClosed)
+            self.rpc.cancel(future, f"Interrupted: {type(exc).__name__}")  # interrupted, or the backstop
+            if isinstance(exc, FutureTimeout):
+                raise RequestTimeout(method, None, deadline.timeout, "the client did not settle it") from None
+            raise
+
+    def notify(self, method: str, params: Dict[str, Any], timeout: Optional[float]) -> None:
+        """Send a notification; bounded by ``timeout``.
+
+        Raises:
+            TransportClosed: the agent is gone, or the client closed.
+        """
+        self.rpc.notify(method, params, timeout=timeout)
+
+    def on_request(self, method: str, handler: Callable[[Any], Any]) -> None:
+        """Serve the agent's requests for ``method`` (on a handler worker)."""
+        self.rpc.on_request(method, handler)
+
+    def on_notification(self, method: str, handler: Callable[[Any], None]) -> None:
+        """Handle the agent's notifications of ``method`` (on the notification worker, in order)."""
+        self.rpc.on_notification(method, handler)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` started or the agent went away."""
+        return self._closing or self.rpc.closed
+
+    def close(self) -> None:
+        """Fail what is pending, close the transport (reclaiming the agent's process tree).
+
+        Bounded, idempotent, thread-safe: see :meth:`jsonrpc_threads.JsonRpcClient.close`.
+        """
+        with self._lock:
+            self._closing = True
+        self.rpc.close()
+
+
+def _transport_for(
+    target: Union[Command, Transport],
+    cwd: Optional[str],
+    env: Optional[Mapping[str, Optional[str]]],
+    inherit_env: bool,
+) -> Transport:
+    if isinstance(target, (str, list, tuple)):
+        argv: Union[str, List[Union[str, os.PathLike[str]]]] = target if isinstance(target, str) else list(target)
+        return StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env)
+    if env is not None or inherit_env:
+        raise ValueError("env and inherit_env go with a command, not with a transport")
+    if not isinstance(target, Transport):
+        raise TypeError(f"expected a command or a transport, not {type(target).__name__}")
+    return target
+
+
+def _succeeded(handshake: Optional[Future[Dict[str, Any]]]) -> bool:
+    return handshake is not None and handshake.done() and not handshake.cancelled() and handshake.exception() is None
+
+
+__all__ = ["HANDLER_WORKERS", "RESULT_GRACE_S", "AgentConnection", "Command"]

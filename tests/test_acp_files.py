@@ -1,0 +1,254 @@
+"""``fs/read_text_file`` and ``fs/write_text_file`` confined to ``fs_root``, asked by a real agent.
+
+The agent (tests/peers/acp_agent.py, official Python SDK) reads and writes
+through the client; every refusal must reach it as a JSON-RPC error and leave
+the file it named untouched: a path outside the root, one that climbs out with
+``..``, one that is relative, one that leads out through a symbolic link (to a
+file or through a directory), a write without ``fs_write``.  The race a link
+swapped in after the check is tested on the service itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+
+from jsonrpc_threads.acp import AcpClient
+from jsonrpc_threads.acp import files as files_module
+from jsonrpc_threads.acp.files import FileService
+from jsonrpc_threads.errors import InvalidParams, JsonRpcError
+
+from .conftest import peer_command
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("acp") is None,
+    reason="the official ACP SDK (agent-client-protocol, Python 3.10+) is not installed",
+)
+
+TIMEOUT_S = 30.0
+SECRET = "the secret outside the root\n"
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> Tuple[Path, Path]:
+    """``root`` (the agent's) with a few files, and ``outside`` beside it with a secret."""
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    (root / "src").mkdir(parents=True)
+    outside.mkdir()
+    (root / "src" / "main.py").write_text("line 1\nline 2\nline 3\nline 4\n", encoding="utf-8")
+    (outside / "secret.txt").write_text(SECRET, encoding="utf-8")
+    (root / "link-to-secret").symlink_to(outside / "secret.txt")
+    (root / "link-to-outside").symlink_to(outside, target_is_directory=True)
+    (root / "link-inside").symlink_to(root / "src" / "main.py")
+    return root, outside
+
+
+def _ask(root: Path, steps: List[Dict[str, Any]], **options: Any) -> List[str]:
+    with AcpClient(peer_command("acp_agent"), fs_root=root, default_timeout=TIMEOUT_S, **options) as agent:
+        session = agent.new_session(root)
+        result = agent.prompt(session, json.dumps(steps))
+    return [u["content"]["text"] for u in result["updates"] if u["sessionUpdate"] == "agent_message_chunk"]
+
+
+def _read(path: Any, **extra: Any) -> Dict[str, Any]:
+    return {"read": {"path": str(path), **extra}}
+
+
+def test_reads_inside_the_root_honour_line_and_limit(places: Tuple[Path, Path]) -> None:
+    root, _ = places
+    main = root / "src" / "main.py"
+    said = _ask(root, [_read(main), _read(main, line=2, limit=2), _read(main, line=9), _read(root / "link-inside")])
+    assert said == [
+        "read: " + json.dumps("line 1\nline 2\nline 3\nline 4\n"),
+        "read: " + json.dumps("line 2\nline 3\n"),
+        "read: " + json.dumps(""),
+        "read: " + json.dumps("line 1\nline 2\nline 3\nline 4\n"),  # a link that stays inside is followed
+    ]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "{outside}/secret.txt",  # absolute, elsewhere
+        "{root}/../outside/secret.txt",  # climbs out
+        "{root}/src/../../outside/secret.txt",
+        "{root}/link-to-secret",  # a link to a file outside
+        "{root}/link-to-outside/secret.txt",  # through a linked directory
+        "secret.txt",  # relative
+    ],
+)
+def test_reads_that_lead_out_of_the_root_are_refused(places: Tuple[Path, Path], path: str) -> None:
+    root, outside = places
+    (said,) = _ask(root, [_read(path.format(root=root, outside=outside))])
+    assert said.startswith("error -32602:")
+    assert SECRET.strip() not in said
+
+
+def test_a_missing_file_is_acps_resource_not_found(places: Tuple[Path, Path]) -> None:
+    root, _ = places
+    (said,) = _ask(root, [_read(root / "nope.txt")])
+    assert said.startswith("error -32002:")
+
+
+def test_a_fifo_a_directory_and_binary_content_are_refused_without_blocking(places: Tuple[Path, Path]) -> None:
+    root, _ = places
+    os.mkfifo(root / "pipe")
+    (root / "blob.bin").write_bytes(b"\xff\xfe\x00binary")
+    said = _ask(root, [_read(root / "pipe"), _read(root / "src"), _read(root / "blob.bin")])
+    assert [text.split(":", 1)[0] for text in said] == ["error -32602"] * 3
+
+
+def test_writes_create_the_file_and_its_directories_only_with_fs_write(places: Tuple[Path, Path]) -> None:
+    root, _ = places
+    target = root / "new" / "dir" / "notes.md"
+    step = {"write": {"path": str(target), "content": "héllo\nwörld\n"}}
+    (refused,) = _ask(root, [step])
+    assert refused.startswith("error -32601:")  # not served, not declared
+    assert not (root / "new").exists()
+    assert _ask(root, [step, _read(target)], fs_write=True) == ["write: ok", "read: " + json.dumps("héllo\nwörld\n")]
+    assert target.read_text(encoding="utf-8") == "héllo\nwörld\n"
+    assert _ask(root, [{"write": {"path": str(target), "content": "short"}}], fs_write=True) == ["write: ok"]
+    assert target.read_text(encoding="utf-8") == "short"  # replaced, not appended to
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "{outside}/secret.txt",
+        "{root}/../outside/secret.txt",
+        "{root}/link-to-secret",
+        "{root}/link-to-outside/secret.txt",
+        "{root}/link-to-outside/new.txt",
+    ],
+)
+def test_writes_that_lead_out_of_the_root_are_refused_and_touch_nothing(places: Tuple[Path, Path], path: str) -> None:
+    root, outside = places
+    target = path.format(root=root, outside=outside)
+    (said,) = _ask(root, [{"write": {"path": target, "content": "overwritten"}}], fs_write=True)
+    assert said.startswith("error -32602:")
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == SECRET
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+# -- the service itself ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def service(places: Tuple[Path, Path]) -> Iterator[FileService]:
+    yield FileService(places[0], write=True)
+
+
+@pytest.mark.skipif(not files_module._BENEATH, reason="no O_NOFOLLOW with dir_fd on this platform")
+def test_a_link_swapped_in_after_the_check_is_refused_not_followed(
+    places: Tuple[Path, Path], service: FileService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, outside = places
+    (root / "swap").mkdir()
+    (root / "swap" / "secret.txt").write_text("inside", encoding="utf-8")
+    checked = service.resolve(str(root / "swap" / "secret.txt"))
+    real_resolve = service.resolve
+
+    def resolve_then_swap(path: Any) -> str:
+        resolved = real_resolve(path)
+        (root / "swap" / "secret.txt").unlink()
+        (root / "swap").rmdir()
+        (root / "swap").symlink_to(outside, target_is_directory=True)  # the race, lost on purpose
+        return resolved
+
+    monkeypatch.setattr(service, "resolve", resolve_then_swap)
+    for method, extra in ((service.read_text_file, {}), (service.write_text_file, {"content": "overwritten"})):
+        with pytest.raises(InvalidParams, match="outside"):
+            method({"sessionId": "s", "path": checked, **extra})
+        (root / "swap").unlink()
+        (root / "swap").mkdir()
+        (root / "swap" / "secret.txt").write_text("inside", encoding="utf-8")
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == SECRET
+
+
+@pytest.mark.skipif(not files_module._BENEATH, reason="no O_NOFOLLOW with dir_fd on this platform")
+def test_the_last_component_swapped_for_a_link_is_refused(
+    places: Tuple[Path, Path], service: FileService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, outside = places
+    main = root / "src" / "main.py"
+    real_resolve = service.resolve
+
+    def resolve_then_swap(path: Any) -> str:
+        resolved = real_resolve(path)
+        main.unlink(missing_ok=True)
+        main.symlink_to(outside / "secret.txt")  # the race, lost on purpose
+        return resolved
+
+    monkeypatch.setattr(service, "resolve", resolve_then_swap)
+    with pytest.raises(InvalidParams, match="outside"):
+        service.read_text_file({"sessionId": "s", "path": str(main)})
+    with pytest.raises(InvalidParams, match="outside"):
+        service.write_text_file({"sessionId": "s", "path": str(main), "content": "overwritten"})
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == SECRET
+
+
+def test_bad_params_are_invalid_params(service: FileService, places: Tuple[Path, Path]) -> None:
+    main = str(places[0] / "src" / "main.py")
+    for params in (
+        None,
+        {"path": 42},
+        {"path": ""},
+        {"path": main, "line": 0},
+        {"path": main, "limit": -1},
+        {"path": main, "line": True},
+    ):
+        with pytest.raises(InvalidParams):
+            service.read_text_file(params)
+    with pytest.raises(InvalidParams):
+        service.write_text_file({"path": main, "content": 42})
+    with pytest.raises(InvalidParams):
+        service.write_text_file({"path": main, "content": "\ud800 a lone surrogate"})
+    assert Path(main).read_text(encoding="utf-8").startswith("line 1")
+
+
+def test_a_file_too_large_for_one_answer_is_read_in_parts(
+    service: FileService, places: Tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files_module, "MAX_READ_CHARS", 20)
+    main = str(places[0] / "src" / "main.py")  # 28 bytes
+    with pytest.raises(InvalidParams, match="in parts"):
+        service.read_text_file({"path": main})
+    assert service.read_text_file({"path": main, "line": 3, "limit": 2}) == {"content": "line 3\nline 4\n"}
+    with pytest.raises(InvalidParams, match="fewer"):
+        service.read_text_file({"path": main, "line": 1})
+
+
+def test_concurrent_reads_and_writes_of_many_files(service: FileService, places: Tuple[Path, Path]) -> None:
+    root = places[0]
+    errors: List[BaseException] = []
+
+    def work(number: int) -> None:
+        path = str(root / "many" / f"{number}.txt")
+        try:
+            for version in range(20):
+                service.write_text_file({"path": path, "content": f"{number}:{version}"})
+                assert service.read_text_file({"path": path}) == {"content": f"{number}:{version}"}
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT_S)
+    assert not errors
+    assert len(list((root / "many").iterdir())) == 8
+
+
+def test_the_root_must_be_a_directory(places: Tuple[Path, Path]) -> None:
+    with pytest.raises(ValueError):
+        FileService(places[0] / "src" / "main.py")
+    with pytest.raises(JsonRpcError):
+        FileService(places[0]).read_text_file({"path": str(places[0])})  # the root itself is no file
