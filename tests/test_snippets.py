@@ -66,6 +66,8 @@ ENVS_DIR = ROOT / "build" / "snippet-envs"
 ENV_BUILD_TIMEOUT_S = 600.0
 #: What the package's own installation depends on: a change makes new environments.
 PACKAGING_FILES = ("pyproject.toml", "setup.cfg")
+#: Requirements (by name) that need a newer Python than the package's 3.9, as their pages say.
+NEEDS_PYTHON = {"mcp": (3, 10)}
 
 _FENCE = re.compile(r"^```([\w+-]*)[^\n]*$")
 _DIRECTIVE = re.compile(r"^<!--\s*test:\s*(\w+)\s*(.*?)\s*-->$")
@@ -203,6 +205,14 @@ def _venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
+def _skip_if_python_too_old(requirements: Requirements) -> None:
+    for requirement in requirements.others:
+        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower()
+        needed = NEEDS_PYTHON.get(name)
+        if needed is not None and sys.version_info[:2] < needed:
+            pytest.skip(f"{requirement} needs Python {needed[0]}.{needed[1]}+")
+
+
 def environment_for(requirements: Requirements) -> Path:
     """The virtual environment for a set of requirements (made on first use, then kept); its directory.
 
@@ -315,6 +325,7 @@ def _prepare(block: Block, directory: Path) -> None:
 @pytest.mark.timeout(ENV_BUILD_TIMEOUT_S + SNIPPET_TIMEOUT_S * 4)
 @pytest.mark.parametrize("block", RUNNABLE, ids=[block.name for block in RUNNABLE])
 def test_snippet_runs_as_written(block: Block, tmp_path: Path) -> None:
+    _skip_if_python_too_old(block.requirements)
     if block.directive == "skip":
         assert block.argument, f"{block.name}: a skipped block says why"
         if block.language == "python":
