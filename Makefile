@@ -1,4 +1,4 @@
-# jsonrpc_threads: `make demo`, `make test`, `make check`, `make docs`, `make dist`,
+# jsonrpc_threads: `make demo`, `make test`, `make check`, `make docs` (`make docs-serve`), `make dist`,
 # `make conformance`, `make bench`, `make loadtest`.
 # Every target builds its own virtual environment in .venv from nothing but python3:
 # `make demo` installs the package alone (what the demo needs), the others add the
@@ -10,6 +10,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_STAMP := $(VENV)/.installed-demo
+DOCS_STAMP := $(VENV)/.installed-docs
 STAMP := $(VENV)/.installed
 
 NODE_DIR := tests/node
@@ -29,7 +30,7 @@ CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_NEXT_SCENARIOS := $(shell cat tests/conformance/scenarios-next.txt)
 CONFORMANCE_RESULTS := build/conformance
 
-.PHONY: demo test check venv clean node-deps conformance bench bench-quick docs dist browser loadtest
+.PHONY: demo test check venv clean node-deps conformance bench bench-quick docs docs-serve dist browser loadtest
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +40,14 @@ $(DEMO_STAMP): $(PY) pyproject.toml setup.cfg
 	$(PY) -m pip install --quiet -e .
 	touch $(DEMO_STAMP)
 
+# The docs extra alone (mkdocs, the theme, mkdocstrings): what `make docs` needs.
+$(DOCS_STAMP): $(PY) pyproject.toml setup.cfg
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
 $(STAMP): $(PY) pyproject.toml setup.cfg
 	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP) $(DEMO_STAMP)
+	touch $(STAMP) $(DEMO_STAMP) $(DOCS_STAMP)
 
 venv: $(STAMP)
 
@@ -63,9 +69,15 @@ browser:
 	fi
 
 # The site goes to build/site; --strict turns every warning (a broken link, a
-# docstring the reference cannot render) into a failure.
-docs: $(STAMP)
+# docstring the reference cannot render) into a failure. It needs only the docs
+# extra. Open build/site/index.html from disk, or `make docs-serve` and
+# http://127.0.0.1:8000/ (loopback only).
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
+
+DOCS_PORT ?= 8000
+docs-serve: docs
+	$(PY) -m http.server --directory build/site --bind 127.0.0.1 $(DOCS_PORT)
 
 # An sdist and a wheel in dist/, each installed into a fresh venv and smoke-tested
 # there (from outside the checkout, so the installed copy is what runs).

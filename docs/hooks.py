@@ -1,15 +1,24 @@
-"""mkdocs hook: the docstrings' Sphinx roles (``:class:`X```) read as plain code in the reference.
+"""mkdocs hooks: Sphinx roles read as plain code, and a site that works opened from disk.
 
 The package's docstrings are Google style with reStructuredText roles for
 cross-references; markdown renders a role as ``:class:<code>X</code>``.  This
 hook drops the role and a leading ``~`` (keeping the last dotted part, as
 Sphinx shows it), leaving ``<code>X</code>``.
+
+Opened from disk (``build/site/index.html``), a page cannot fetch the search
+index (``search/search_index.json``): the theme then loads
+``search/search_index.js`` as a script instead, which :func:`on_post_build`
+writes (the same index, as ``var __index = ...``).  The theme's ``offline``
+plugin would write it too, but it also makes every page load a script from
+unpkg.com; the site loads nothing from outside, so the worker stand-in it
+fetches is ``docs/javascripts/file-worker.js``, written here.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):<code>(~?)([^<]+)</code>")
@@ -45,3 +54,12 @@ class _KnownDocstringWarnings(logging.Filter):
 
 def on_startup(**kwargs: Any) -> None:
     logging.getLogger("mkdocs.plugins.griffe").addFilter(_KnownDocstringWarnings())
+
+
+def on_post_build(config: Any, **kwargs: Any) -> None:
+    """Write ``search/search_index.js`` beside the index, for pages opened from disk."""
+    search = Path(config["site_dir"]) / "search"
+    index = search / "search_index.json"
+    if index.is_file():
+        text = index.read_text(encoding="utf-8")
+        (search / "search_index.js").write_text(f"var __index = {text};\n", encoding="utf-8")

@@ -1,11 +1,15 @@
 """The docs site builds (``mkdocs build --strict``) and renders in a real browser.
 
-The site is built into a temporary directory, served on 127.0.0.1, and every
-page is opened in headless Chromium: Debian's ``chromium``, driven by Selenium
-through Debian's ``chromium-driver`` (never a browser that a tool downloads;
-``make test`` installs both when ``/usr/bin/chromium`` is missing).  Each page
-must have a title and an article with text, and log no error in the browser's
-console.
+The site is built into a temporary directory, and every page is opened in
+headless Chromium (a window 1280 px wide): Debian's ``chromium``, driven by
+Selenium through Debian's ``chromium-driver`` (never a browser that a tool
+downloads; ``make test`` installs both when ``/usr/bin/chromium`` is missing),
+twice: served on 127.0.0.1, and opened from disk (``file://``, as the README
+tells a reader to).  Each page must have a title and an article with text, log
+no error in the browser's console, and show no code block or table wider than
+its box (a line cut off at the right edge); opened from disk, every link of the
+navigation must lead to a page (not a directory) and the search field must be
+there.  In both, a click in the navigation then a search must find pages.
 
 Then the API reference is held against the contract: every public name in the
 "Public API" block of the design (``../shared/DESIGN.md``, beside the checkout)
@@ -21,6 +25,7 @@ import functools
 import http.server
 import importlib
 import inspect
+import logging
 import os
 import re
 import subprocess
@@ -34,6 +39,7 @@ import pytest
 
 import jsonrpc_threads
 from jsonrpc_threads.cli import build_parser
+from jsonrpc_threads.lsp import uri_to_path
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN = ROOT.parent / "shared" / "DESIGN.md"
@@ -216,11 +222,29 @@ class Page:
     ids: Set[str] = field(default_factory=set)
     sections: Dict[str, str] = field(default_factory=dict)  # heading id -> text of its doc entry
     console_errors: List[str] = field(default_factory=list)
+    overflowing: List[str] = field(default_factory=list)  # code blocks and tables wider than their box
+    nav_links: List[str] = field(default_factory=list)  # where the navigation's links point
+    search_box: bool = False  # the search field is shown
+
+
+@dataclass
+class Search:
+    """A visit as a reader makes it: the home page, a click in the navigation, then a search."""
+
+    landed_on: str  # the URL the click led to
+    landed_title: str
+    results: int  # search results shown for SEARCH_TERM
+    console_errors: List[str]
 
 
 @dataclass
 class Site:
-    pages: Dict[str, Page]
+    """The built site as the browser saw it: over HTTP and opened from disk."""
+
+    root: Path
+    pages: Dict[str, Page]  # over HTTP: page path ("reference/client.html") -> Page
+    disk_pages: Dict[str, Page]  # the same pages opened from disk (file://)
+    searches: Dict[str, Search]  # "http", "file" -> what a search found there
     build_log: str
 
     def reference(self) -> List[Page]:
@@ -247,6 +271,12 @@ def _build(out: Path) -> str:
     return completed.stderr
 
 
+#: The width pages are checked at (a laptop's), and the height of the window.
+WINDOW = (1280, 900)
+#: What the search test looks for, and the navigation link it clicks first.
+SEARCH_TERM = "ToolRegistry"
+NAV_LINK_TEXT = "MCP servers"
+
 COLLECT = """
 const article = document.querySelector('article');
 const sections = {};
@@ -254,13 +284,68 @@ for (const heading of document.querySelectorAll('.doc-heading[id]')) {
     const entry = heading.closest('.doc-object') || heading.parentElement;
     sections[heading.id] = entry ? entry.innerText : '';
 }
+const overflowing = [];
+for (const box of document.querySelectorAll(
+        'article pre, article pre > code, article table, article .md-typeset__scrollwrap')) {
+    if (box.scrollWidth > box.clientWidth + 1) {
+        const first = box.innerText.split('\\n', 1)[0].slice(0, 80);
+        overflowing.push(`${box.tagName.toLowerCase()} ${box.scrollWidth}px in ${box.clientWidth}px: ${first}`);
+    }
+}
+const search = document.querySelector('.md-search__input');
 return {
     title: document.title,
     article: article ? article.innerText.length : 0,
     ids: Array.from(document.querySelectorAll('[id]'), e => e.id),
     sections: sections,
+    overflowing: overflowing,
+    nav: Array.from(document.querySelectorAll('.md-sidebar--primary a.md-nav__link[href]'), a => a.href),
+    search: !!search && search.getBoundingClientRect().width > 0,
 };
 """
+
+
+def _console_errors(driver: Any) -> List[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+
+
+def _visit(driver: Any, url: str, wait: Any) -> Page:
+    page = Page(url)
+    driver.get(url)
+    wait(driver).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    data = driver.execute_script(COLLECT)
+    page.title = data["title"]
+    page.article_chars = data["article"]
+    page.ids = set(data["ids"])
+    page.sections = data["sections"]
+    page.overflowing = data["overflowing"]
+    page.nav_links = data["nav"]
+    page.search_box = data["search"]
+    page.console_errors = _console_errors(driver)
+    return page
+
+
+def _search(driver: Any, home: str, wait: Any) -> Search:
+    """Open the home page, click a link of the navigation, then search from the page it led to."""
+    from selenium.common.exceptions import TimeoutException  # noqa: PLC0415
+    from selenium.webdriver.common.by import By  # noqa: PLC0415
+
+    driver.get(home)
+    wait(driver).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    driver.find_element(By.LINK_TEXT, NAV_LINK_TEXT).click()
+    wait(driver).until(lambda d: d.current_url != home and d.execute_script("return document.readyState") == "complete")
+    landed_on, landed_title = driver.current_url, driver.title
+    fields = driver.find_elements(By.CSS_SELECTOR, "input.md-search__input")
+    if not fields:
+        return Search(landed_on, landed_title, 0, ["no search field on the page"])
+    fields[0].click()
+    fields[0].send_keys(SEARCH_TERM)
+    try:
+        wait(driver).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item"))
+    except TimeoutException:
+        logging.getLogger(__name__).warning("no search results for %r at %s", SEARCH_TERM, landed_on)
+    results = len(driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item"))
+    return Search(landed_on, landed_title, results, _console_errors(driver))
 
 
 @pytest.fixture(scope="module")
@@ -270,6 +355,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         pytest.skip("Debian's chromium and chromium-driver are not installed (make test installs them as root)")
     from selenium.webdriver.chrome.service import Service  # noqa: PLC0415
     from selenium.webdriver.support.ui import WebDriverWait  # noqa: PLC0415
+
+    def wait(driver: Any) -> Any:
+        return WebDriverWait(driver, PAGE_LOAD_S)
 
     out = tmp_path_factory.mktemp("site")
     log = _build(out)
@@ -283,42 +371,42 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     options.binary_location = str(CHROMIUM)
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
+    options.add_argument(f"--window-size={WINDOW[0]},{WINDOW[1]}")
     options.add_argument(f"--user-data-dir={profile}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     pages: Dict[str, Page] = {}
+    disk_pages: Dict[str, Page] = {}
+    searches: Dict[str, Search] = {}
     driver = None
     try:
         driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
         driver.set_page_load_timeout(PAGE_LOAD_S)
-        base = f"http://127.0.0.1:{server.server_address[1]}/"
-        for index in sorted(out.rglob("index.html")):
-            path = index.parent.relative_to(out).as_posix()
-            path = "" if path == "." else path + "/"
-            page = Page(base + path)
-            driver.get(page.url)
-            WebDriverWait(driver, PAGE_LOAD_S).until(
-                lambda d: d.execute_script("return document.readyState") == "complete"
-            )
-            data = driver.execute_script(COLLECT)
-            page.title = data["title"]
-            page.article_chars = data["article"]
-            page.ids = set(data["ids"])
-            page.sections = data["sections"]
-            page.console_errors = [
-                entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"
-            ]
-            pages[path] = page
+        bases = {"http": f"http://127.0.0.1:{server.server_address[1]}/", "file": out.as_uri() + "/"}
+        for mode, found in (("http", pages), ("file", disk_pages)):
+            for html in sorted(out.rglob("*.html")):
+                path = html.relative_to(out).as_posix()
+                if path != "404.html":
+                    found[path] = _visit(driver, bases[mode] + path, wait)
+            searches[mode] = _search(driver, bases[mode] + "index.html", wait)
     finally:
         if driver is not None:
             driver.quit()
         server.shutdown()
         server.server_close()
         serving.join(SERVER_STOP_S)
-    yield Site(pages, log)
+    yield Site(out, pages, disk_pages, searches, log)
 
 
 def test_every_page_renders(site: Site) -> None:
-    nav = {"", "getting-started/", "threading/", "timeouts/", "failure-modes/", "reference/", "reference/client/"}
+    nav = {
+        "index.html",
+        "getting-started.html",
+        "threading.html",
+        "timeouts.html",
+        "failure-modes.html",
+        "reference/index.html",
+        "reference/client.html",
+    }
     assert nav <= set(site.pages), sorted(site.pages)
     for path, page in site.pages.items():
         assert "jsonrpc_threads" in page.title, (path, page.title)
@@ -326,8 +414,45 @@ def test_every_page_renders(site: Site) -> None:
         assert page.console_errors == [], (path, page.console_errors)
 
 
+def test_every_page_opened_from_disk_renders_and_links_to_pages(site: Site) -> None:
+    """Issue 37: ``build/site/index.html`` opened from disk, as the README says, is the whole site."""
+    assert set(site.disk_pages) == set(site.pages)
+    for path, page in site.disk_pages.items():
+        assert "jsonrpc_threads" in page.title, (path, page.title)
+        assert page.article_chars >= MIN_ARTICLE_CHARS, (path, page.article_chars)
+        assert page.console_errors == [], (path, page.console_errors)
+        assert page.search_box, f"{path}: no search field"
+        assert page.nav_links, f"{path}: no navigation"
+        for link in page.nav_links:
+            target = uri_to_path(link.split("#", 1)[0])
+            assert target.is_file() and target.suffix == ".html", f"{path}: a link to {link}, not a page"
+            assert site.root in target.parents, f"{path}: a link out of the site: {link}"
+
+
+@pytest.mark.parametrize("mode", ["http", "file"])
+def test_navigation_and_search_work(site: Site, mode: str) -> None:
+    search = site.searches[mode]
+    assert search.landed_on.endswith("/mcp.html"), search
+    assert search.landed_title.startswith(NAV_LINK_TEXT), search
+    assert search.results > 0, f"searching {SEARCH_TERM!r} ({mode}) found nothing: {search}"
+    assert search.console_errors == [], search
+
+
+def test_no_code_line_or_table_is_cut_off_at_1280_pixels(site: Site) -> None:
+    """Issue 37: the snippets' ``# expected output`` comments and the reference's Default column stay in view."""
+    clipped = {path: page.overflowing for path, page in site.pages.items() if page.overflowing}
+    assert clipped == {}, clipped
+
+
+def test_the_changelog_has_one_title(site: Site) -> None:
+    page = site.pages["changelog.html"]
+    assert page.title.startswith("Changelog")
+    headings = (site.root / "changelog.html").read_text(encoding="utf-8").count("<h1")
+    assert headings == 1, headings
+
+
 def test_the_reference_is_generated_from_the_docstrings(site: Site) -> None:
-    client = site.pages["reference/client/"]
+    client = site.pages["reference/client.html"]
     section = client.sections["jsonrpc_threads.JsonRpcClient.request"]
     docstring = (inspect.getdoc(jsonrpc_threads.JsonRpcClient.request) or "").split("\n\n", 1)[0]
     assert " ".join(docstring.split()) in " ".join(section.split())
