@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Set, Tuple, Union
 
-from ..errors import ProtocolError, SkillVerificationError
+from .errors import ProtocolError, SkillVerificationError
 
 if TYPE_CHECKING:
     from .session import McpClient
