@@ -387,8 +387,17 @@ def _registry(args: argparse.Namespace) -> ToolRegistry:
 def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """``tools``: every server's tools; failures on stderr, the rest still listed."""
     with _registry(args) as registry:
-        tools = registry.tools()
+        names = ", ".join(repr(name) for name in registry.servers)
+        display = ProgressDisplay(err, what=f"server{'s' if len(registry.servers) > 1 else ''} {names} to start")
+        display.start()  # on a terminal: the servers' names and the time they take, while they start
+        try:
+            tools = registry.tools()
+        finally:
+            display.finish()
+        # A start that ran out of time with the command may not have failed yet: still starting is not up.
+        states = {name: status["state"] for name, status in registry.status().items()}
         failures = registry.failures
+        late = [name for name, state in states.items() if state in ("starting", "restarting") and name not in failures]
     if args.json:
         _write_json(out, tools)
     else:
@@ -401,9 +410,11 @@ def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         _write_table(rows, out)
     for failure in failures.values():
         err.write(f"{PROG}: {_one_line(failure)}\n")
+    for name in late:
+        err.write(f"{PROG}: server {name!r} was not up within {registry.startup_timeout}s\n")
     for failure in failures.values():
         return exit_code_for(failure)
-    return EXIT_OK
+    return EXIT_TIMEOUT if late else EXIT_OK
 
 
 def _write_table(rows: Sequence[Tuple[str, ...]], out: IO[str]) -> None:

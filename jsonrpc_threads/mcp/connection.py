@@ -149,7 +149,7 @@ class McpConnection:
         self._adjust: Dict[str, int] = {}  # stats() corrections for the probe (see the module docstring)
         self._quiet: Set[Any] = set()  # ids of initialize requests: never cancelled on the wire (MCP forbids it)
         self._settled = False
-        self._generation = 0  # sessions started so far (a renewal needs the one that expired)
+        self._generation = 0  # sessions started so far (a renewal is for the one that expired)
         self.init_result: Dict[str, Any] = {}
         self.session_version: Optional[str] = None
         self.era: Optional[str] = None
@@ -218,8 +218,8 @@ class McpConnection:
         # On the handshake's thread.
         if self._settled:
             return self.init_result
-        if isinstance(self._rpc.transport, RevisionBound):
-            self._handshake(budget)  # the HTTP+SSE transport of 2024-11-05 carries the session era only
+        if isinstance(self._rpc.transport, RevisionBound) or self.era == protocol.MODE_SESSION:
+            self._handshake(budget)  # HTTP+SSE carries the session era only; a failed renewal needs no probe
         elif self._mode == protocol.MODE_SESSION or not self._discover(budget, probe=self._mode == protocol.MODE_AUTO):
             self._handshake(budget)
         return self.init_result
@@ -255,7 +255,7 @@ class McpConnection:
                     self._count("timeouts", +1)
                     raise
                 self._count("cancels", -1)
-                self._probe_note = f"server/discover went unanswered for {cap:.3g}s before it"
+                self._probe_note = budget.note = f"server/discover went unanswered for {cap:.3g}s before it"
                 logger.debug("%s: %s; a server of the session era", self.label, self._probe_note)
                 return self._leave_stateless(session)
             except (RemoteError, HttpError) as exc:
@@ -320,6 +320,7 @@ class McpConnection:
         self.init_result = result
         self.session_version = version
         self.era = protocol.MODE_SESSION
+        self._generation += 1
         self._settled = True
         # A server without sessions cannot tell our GET stream from anyone else's.
         if self._listen and session is not None and session.session_id:
@@ -374,12 +375,12 @@ class McpConnection:
         if self._generation != generation:
             return self.init_result  # renewed already
         logger.info("%s: MCP session expired; starting a new one", self.label)
+        self._settled = False  # until the new session is up (a renewal that fails is tried again on the next use)
         session = session_of(self._rpc.transport)
         if session is not None:
             session.reset_session()
             session.protocol_version = None  # negotiated anew
         self._handshake(budget)
-        self._generation += 1
         return self.init_result
 
     # -- requests --------------------------------------------------------------------------

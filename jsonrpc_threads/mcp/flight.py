@@ -13,8 +13,9 @@ The step's budget (:class:`Budget`) is the latest deadline of any caller that
 joined the flight (none when one of them has none): a caller that joins later
 with a later deadline extends it.  Each wait inside the step spends what is
 left of the budget (:meth:`Budget.wait_for`) and starts no timeout of its
-own; when the budget runs out the step fails, and the next caller starts a
-new flight.  So the deadline of the call that caused the step bounds it, as
+own; when the budget runs out the step gives up (decided under the budget's
+lock, so no caller extends a step that is giving up) and fails, and the next
+caller starts a new flight.  So the deadline of the call that caused the step bounds it, as
 if the call had run the step itself, yet no caller waits past its own deadline
 for another's step, however long that one allowed it.
 
@@ -45,13 +46,16 @@ class Budget:
 
     Attributes:
         doing: what the step waits for now (a method name), for the messages of callers that give up.
+        note: what the step learnt on its way that may explain a timeout (``""`` for nothing).
     """
 
     def __init__(self, deadline: Deadline) -> None:
-        # _lock guards _deadline.
+        # _lock guards _deadline and _spent.
         self._lock = threading.Lock()
         self._deadline = deadline
+        self._spent = False  # the step gave up at the deadline: nobody may extend it any more
         self.doing = "the handshake"
+        self.note = ""
 
     @property
     def deadline(self) -> Deadline:
@@ -59,14 +63,22 @@ class Budget:
         with self._lock:
             return self._deadline
 
-    def extend(self, deadline: Deadline) -> None:
-        """Let the step run until ``deadline`` too, when that is later."""
+    def extend(self, deadline: Deadline) -> bool:
+        """Let the step run until ``deadline`` too, when that is later; False once the step gave up."""
         with self._lock:
+            if self._spent:
+                return False
             current = self._deadline
-            if current.at is None:
-                return
-            if deadline.at is None or deadline.at > current.at:
+            if current.at is not None and (deadline.at is None or deadline.at > current.at):
                 self._deadline = deadline
+            return True
+
+    def _spend(self) -> bool:
+        """True (and no extension from now on) when the deadline has passed; False when it was extended."""
+        with self._lock:
+            if self._deadline.expired:
+                self._spent = True
+            return self._spent
 
     def remaining(self) -> Optional[float]:
         """Seconds left; ``None`` for no deadline."""
@@ -101,6 +113,8 @@ class Budget:
             by_cap = cap_at is not None and (deadline.at is None or cap_at < deadline.at)
             until = cap_at if by_cap else deadline.at
             if until is not None and time.monotonic() >= until and not future.done():
+                if not by_cap and not self._spend():
+                    continue  # a caller extended the budget meanwhile
                 if give_up(future):
                     timeout = cap if by_cap else deadline.timeout
                     raise RequestTimeout(method, getattr(future, "request_id", None), timeout, hint)
@@ -140,7 +154,7 @@ class SharedStep(Generic[T]):
         """
         with self._lock:
             future, budget = self._future, self._budget
-            if future is None or budget is None:
+            if future is None or budget is None or not budget.extend(deadline):  # none, or one giving up
                 future = self._future = Future()
                 budget = self._budget = Budget(deadline)
                 thread = threading.Thread(
@@ -149,13 +163,11 @@ class SharedStep(Generic[T]):
                 thread.daemon = True
                 self._thread = thread
                 thread.start()
-            else:
-                budget.extend(deadline)
         done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
         while not done and not deadline.expired:
             done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
         if not done:
-            hint = f"{what} was still waiting for {budget.doing}"
+            hint = f"{what} was still waiting for {budget.doing}" + (f"; {budget.note}" if budget.note else "")
             raise RequestTimeout(budget.doing, None, deadline.timeout, hint)
         error = future.exception()
         if error is not None:  # one error for many callers: each raises a copy (a fresh traceback)
