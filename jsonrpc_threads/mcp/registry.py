@@ -1,24 +1,24 @@
-"""ToolRegistry: from the tool calls an LLM emitted to the tool messages of its next turn.
+"""ToolRegistry: the tools of many MCP servers for a model, and the model's tool calls routed to them.
 
 Theory of operation.  A registry holds the servers of an ``mcpServers``
 configuration (:mod:`jsonrpc_threads.mcp.config`), one
 :class:`~jsonrpc_threads.mcp.supervisor.ServerSupervisor` each, which starts
 its server's :class:`McpClient` session on first use (or all at once with
-``eager=True``), once however many threads need it, tries a failed start
-again after ``retry_failed_after`` seconds, starts a crashed server again on
-its next use, and keeps its tool list fresh (``notifications/tools/list_changed``
-marks it stale).  A server that fails to start is left out (its tools are
-missing) and the reason is kept in :attr:`ToolRegistry.errors` and logged; the
-other servers work as usual.
+``eager=True``), once however many threads need it, restarts it with a
+backoff when it stops (at most ``max_restarts`` in ``restart_window``, then
+failed until ``retry_failed_after``), closes it after ``idle_timeout`` with no
+call on it, pings it every ``health_interval``, and keeps its tool list fresh
+(``notifications/tools/list_changed`` marks it stale).  A server that fails
+to start is left out (its tools are missing) and the reason is kept in
+:attr:`ToolRegistry.errors` and logged; the other servers work as usual.
+:meth:`ToolRegistry.status` reports each server's state for a health
+endpoint, :meth:`ToolRegistry.stats` its counters.
 
-Supervision.  A server that stops is restarted with an exponential backoff,
-at most ``max_restarts`` times in ``restart_window`` seconds, then reported
-failed (with its exit code and the end of its stderr) until
-``retry_failed_after``; with ``idle_timeout`` a session on which no call has
-run for that long is closed and started again on its next use; with
-``health_interval`` a running session is pinged and restarted when it does
-not answer.  :meth:`ToolRegistry.status` reports each server's state for a
-health endpoint, :meth:`ToolRegistry.stats` its counters.
+The registry names every server's tools for the model (:mod:`.naming`:
+``mcp__<server>__<tool>``) in its routing table (:mod:`.tool_index`), and
+runs a model's tool calls (:mod:`.model_calls`: every failure a tool
+message, never an exception); the formats are :mod:`.llm_formats`.  Calls to
+one server are pipelined on its one session, never queued behind a lock.
 
 Deadlines.  Every public call makes its deadline as it enters (its
 ``timeout``, else the server's ``timeout``, else ``default_timeout``) and
@@ -34,58 +34,27 @@ Fork.  In a process forked after the registry was made (gunicorn
 ``--preload``, uWSGI, ``multiprocessing``), the registry lets go of the
 parent's sessions (closing only this process's copies of their pipes and
 sockets: the parent's servers live on) and starts its own on first use.
-
-This module is the facade.  It names every server's tools for the model
-(:mod:`jsonrpc_threads.mcp.naming`: ``mcp__<server>__<tool>``, kept as the
-server spells it when it fits ``[A-Za-z0-9_-]{1,64}``, rewritten stably
-otherwise) in its routing table (:mod:`jsonrpc_threads.mcp.tool_index`),
-rebuilt whenever a supervisor's list changes, and routes a model's tool call
-to the server behind its name.  The formats of tool
-lists, tool calls and tool messages are :mod:`jsonrpc_threads.mcp.llm_formats`.
-
-Calls.  :meth:`ToolRegistry.execute` takes a tool call in the OpenAI chat
-format, the Anthropic ``tool_use`` format or the OpenAI Responses
-``function_call`` format, runs ``tools/call`` on the right server, and returns
-the matching tool message.  Every failure (bad JSON arguments, an unknown
-tool, a server that cannot start, a timeout, a server that crashed, a
-protocol error, an ``isError`` result) becomes a tool message that says what
-went wrong: an agent loop never gets an exception from a bad call.
-:meth:`ToolRegistry.execute_all` runs many calls at once on short-lived
-threads; calls to one server are pipelined on its one session (never queued
-behind a lock), and the messages come back in the order of the calls.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 import os
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .. import _fork
 from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, UseDefault, check_timeout
+from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
 from ..errors import JsonRpcError
-from ..observe import STAT_KEYS, ToolTracing, WireMessage, add_stats
+from ..observe import STAT_KEYS, WireMessage, add_stats
 from ..transports.config import build_transport
 from .background import Background
 from .config import McpConfig, PathOrMapping, load_config
 from .errors import ServerUnavailable, UnknownServer, UnknownTool
-from .llm_formats import (
-    RegistryTool,
-    anthropic_tool,
-    error_message,
-    explain_failure,
-    explain_lookup,
-    openai_tool,
-    parse_tool_call,
-    result_text,
-    tool_message,
-)
+from .llm_formats import RegistryTool, result_text
+from .model_calls import ModelToolCalls
 from .naming import (
     MAX_TOOL_NAME_CHARS,
     NAME_HASH_CHARS,
@@ -134,7 +103,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_fork_lock)
 
 
-class ToolRegistry(Closing):
+class ToolRegistry(Closing, ModelToolCalls):
     """The tools of many MCP servers, for a model; calls routed to the right server.
 
     Thread-safe: every method may be called from any number of threads at once.
@@ -218,18 +187,18 @@ class ToolRegistry(Closing):
         self.max_concurrency = max_concurrency
         self.source = config.source
         policy = RestartPolicy(max_restarts, restart_window, restart_backoff, max_restart_backoff)
-        self._settings = Settings(
-            check_timeout(default_timeout, "default_timeout"),
-            check_timeout(startup_timeout, "startup_timeout"),
-            retry_failed_after,
-            client_info,
+        self._settings = Settings.checked(
+            default_timeout=default_timeout,
+            startup_timeout=startup_timeout,
+            retry_failed_after=retry_failed_after,
+            client_info=client_info,
             policy=policy,
-            idle_timeout=_positive_or_none(idle_timeout, "idle_timeout"),
-            health_interval=_positive_or_none(health_interval, "health_interval"),
-            health_timeout=check_timeout(health_timeout, "health_timeout") or DEFAULT_HEALTH_TIMEOUT_S,
-            tracing=_tracing(tracing),
+            idle_timeout=idle_timeout,
+            health_interval=health_interval,
+            health_timeout=health_timeout,
+            tracing=tracing,
             wire_trace=wire_trace,
-            background=Background(max_concurrency, "jsonrpc-registry"),
+            workers=max_concurrency,
         )
         factory = transport_factory or functools.partial(build_transport, inherit_env=inherit_env)
         # _lock guards _closed (each supervisor guards its own state, the index its table).
@@ -415,45 +384,6 @@ class ToolRegistry(Closing):
 
     # -- tools --------------------------------------------------------------------------
 
-    def tools(self) -> List[RegistryTool]:
-        """Every tool of every available server, in configuration order.
-
-        Starts the servers not started yet (concurrently) and fetches again
-        the lists that changed, within ``startup_timeout`` in all.  A server
-        that cannot start contributes no tools (see :attr:`errors`); one that
-        restarts or idles keeps offering the tools it had.
-        """
-        self._check_fork()
-        deadline = Deadline.after(self._settings.startup_timeout)
-        refresh_all(list(self._servers.values()), deadline, max_concurrency=self.max_concurrency)
-        return self._index.entries()
-
-    def openai_tools(self) -> List[Dict[str, Any]]:
-        """The tools for OpenAI function calling.
-
-        Returns:
-            ``[{"type": "function", "function": {"name", "description", "parameters"}}]``.
-        """
-        return [openai_tool(tool) for tool in self.tools()]
-
-    def anthropic_tools(self) -> List[Dict[str, Any]]:
-        """The tools for the Anthropic Messages API: ``[{"name", "description", "input_schema"}]``."""
-        return [anthropic_tool(tool) for tool in self.tools()]
-
-    def resolve(self, name: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Tuple[str, str]:
-        """The ``(server, tool)`` behind a namespaced name.
-
-        Starts only the servers the name could belong to (by its prefix),
-        within ``timeout`` (by default the servers' call timeout).
-
-        Raises:
-            UnknownTool: no server offers it.
-            ServerUnavailable, ConfigError: the server it belongs to cannot start.
-        """
-        self._check_fork()
-        server, tool = self._resolve(name, self._deadline(timeout, name, time.monotonic()))
-        return server.name, tool
-
     # -- calls --------------------------------------------------------------------------
 
     def call_tool(
@@ -492,54 +422,6 @@ class ToolRegistry(Closing):
         supervisor.ensure_tool(tool, deadline)
         return supervisor.call_tool(tool, arguments, deadline, on_progress)
 
-    def execute(self, tool_call: Any, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
-        """Run one tool call from a model and return the message for the next turn.
-
-        Accepted calls (dicts, or SDK objects with ``model_dump()``):
-
-        - OpenAI chat: ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``
-          -> ``{"role": "tool", "tool_call_id", "content": "<text>"}``;
-        - Anthropic: ``{"type": "tool_use", "id", "name", "input": {...}}``
-          -> ``{"type": "tool_result", "tool_use_id", "content": [blocks], "is_error"?: True}``;
-        - OpenAI Responses: ``{"type": "function_call", "call_id", "name", "arguments"}``
-          -> ``{"type": "function_call_output", "call_id", "output": "<text>"}``.
-
-        Never raises for a bad call: malformed arguments, an unknown tool, an
-        unavailable server, a timeout, a crash, a protocol error or an
-        ``isError`` result each give a message whose text starts with
-        ``Error:`` and says what went wrong (Anthropic: also ``is_error``).
-
-        Args:
-            tool_call: the call.
-            timeout: as for :meth:`call_tool`; it bounds the lookup of the
-                tool's name too (which may start its server).
-
-        Raises:
-            TypeError, ValueError: for a bad ``timeout`` (a bug of the caller, not of the call).
-        """
-        self._check_fork()
-        return self._execute(tool_call, timeout, time.monotonic())
-
-    def execute_all(self, tool_calls: Sequence[Any], *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
-        """Run tool calls concurrently; return their messages in the order of the calls.
-
-        Up to ``max_concurrency`` calls run at once, on threads that end when
-        this returns.  Calls to the same server are pipelined on its session.
-        Every call's deadline counts from this call (a call that waited for a
-        free thread has less left).  Never raises for a bad call (see :meth:`execute`).
-        """
-        self._check_fork()
-        entered = time.monotonic()
-        if not _is_default(timeout):
-            check_timeout(timeout)  # a bad timeout is the caller's bug: raised here, not once per call
-        calls = list(tool_calls)
-        if len(calls) <= 1:
-            return [self._execute(call, timeout, entered) for call in calls]
-        workers = min(len(calls), self.max_concurrency)
-        with ThreadPoolExecutor(workers, thread_name_prefix="jsonrpc-registry-call") as pool:
-            futures = [pool.submit(self._execute, call, timeout, entered) for call in calls]
-            return [future.result() for future in futures]
-
     def close(self) -> None:
         """Close every session this registry started (and reclaim their processes).
 
@@ -557,47 +439,6 @@ class ToolRegistry(Closing):
         return f"<ToolRegistry {state}>"
 
     # -- internals ----------------------------------------------------------------------
-
-    def _execute(self, tool_call: Any, timeout: Timeout, entered: float) -> Dict[str, Any]:
-        call = parse_tool_call(tool_call)
-        if call.problem is not None:
-            return error_message(call, f"{call.problem}.")
-        assert call.arguments is not None
-        deadline = self._deadline(timeout, call.name, entered)
-        try:
-            server, tool = self._resolve(call.name, deadline)
-        except JsonRpcError as exc:
-            return error_message(call, explain_lookup(call.name, exc))
-        except Exception as exc:
-            logger.exception("looking up tool %r failed", call.name)
-            return error_message(call, f"looking up {call.name!r} failed ({type(exc).__name__}).")
-        try:
-            result = server.call_tool(tool, call.arguments, deadline)
-        except JsonRpcError as exc:
-            return error_message(call, explain_failure(server.name, tool, exc, registry_closed=self._closed))
-        except Exception as exc:
-            logger.exception("tool %r on server %r failed", tool, server.name)
-            text = f"the call to tool {tool!r} on server {server.name!r} failed ({type(exc).__name__}: {exc})."
-            return error_message(call, text)
-        if not isinstance(result, Mapping):
-            text = f"server {server.name!r} answered tool {tool!r} with something that is not a result."
-            return error_message(call, text)
-        is_error = result.get("isError") is True
-        return tool_message(call, text=result_text(result), is_error=is_error, result=result)
-
-    def _deadline(self, timeout: Timeout, name: str, entered: float) -> Deadline:
-        """The deadline of a call to the tool ``name`` that entered at ``entered`` with ``timeout``.
-
-        Its default is the ``timeout`` of the server behind the name (of the
-        longest of the servers it may belong to, when it is not known yet).
-        """
-        if _is_default(timeout):
-            hit = self._index.lookup(name)
-            servers = [hit[0]] if hit is not None else self._index.candidates(name)
-            seconds = [server.call_timeout() for server in servers] or [self._settings.default_timeout]
-            timeout = None if None in seconds else max(s for s in seconds if s is not None)
-        seconds_left = check_timeout(timeout)
-        return Deadline(seconds_left, None if seconds_left is None else entered + seconds_left)
 
     def _check_fork(self) -> None:
         if self._made_in != _fork.generation:
@@ -624,40 +465,6 @@ class ToolRegistry(Closing):
     def _rebuild_names(self) -> None:
         # Called by a supervisor whose tool list changed (it holds no lock).
         self._index.rebuild()
-
-    def _resolve(self, name: str, deadline: Deadline) -> Tuple[ServerSupervisor, str]:
-        hit = self._index.lookup(name)
-        if hit is not None:
-            return hit
-        candidates = self._index.candidates(name)
-        # Start the servers it could belong to; fetch again the lists already known
-        # (a tool may have appeared without a list_changed notification).
-        usable = [server for server in candidates if server.config is not None]
-        refresh_all(usable, deadline, refresh=True, max_concurrency=self.max_concurrency)
-        hit = self._index.lookup(name)
-        if hit is not None:
-            return hit
-        failures = [error for error in (server.failure() for server in candidates) if error is not None]
-        if failures:
-            raise copy.copy(failures[0])
-        raise UnknownTool(name)
-
-
-def _is_default(timeout: object) -> bool:
-    return isinstance(timeout, UseDefault) or timeout is Ellipsis
-
-
-def _positive_or_none(value: Optional[float], name: str) -> Optional[float]:
-    seconds = check_timeout(value, name)
-    if seconds is not None and seconds <= 0:
-        raise ValueError(f"{name} must be > 0 (or None), not {value!r}")
-    return seconds
-
-
-def _tracing(tracing: Any) -> Optional[ToolTracing]:
-    if tracing is False or tracing is None:
-        return None
-    return ToolTracing(None if tracing is True else tracing)
 
 
 __all__ = [

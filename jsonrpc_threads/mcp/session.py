@@ -33,45 +33,32 @@ not an exception; protocol errors raise :class:`~jsonrpc_threads.JsonRpcError`.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union, cast
 
 from .. import __version__
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
 from ..client import JsonRpcClient
-from ..errors import INVALID_REQUEST, JsonRpcError
 from ..transports.base import Transport
 from ..transports.config import ServerConfig, build_transport, transport_from_config
-from . import protocol, skills
-from .cache import ResultCache
+from . import protocol
+from .cache import ResultCache, stale_resource_then, stale_then
+from .catalog import MAX_PAGES, CatalogCalls
 from .client_features import ClientFeatures, Handler, Roots, server_logger
-from .connection import DISCOVER_PROBE_TIMEOUT_S, LEGACY_SSE_STATUSES, LISTEN_OPEN_WAIT_S, McpConnection
+from .connection import McpConnection
 from .flight import Budget
+from .handshake import DISCOVER_PROBE_TIMEOUT_S, LEGACY_SSE_STATUSES, LISTEN_OPEN_WAIT_S
 from .leases import Leases
 from .progress import Progress, ProgressCallback
 from .subscriptions import ListenFilter, Subscriptions
 from .tasks import TaskFuture, TaskRunner, is_task
 from .transport_roles import RevisionBound
-from .types import (
-    CallToolResult,
-    CompleteResult,
-    GetPromptResult,
-    Implementation,
-    Prompt,
-    ReadResourceResult,
-    Resource,
-    ResourceTemplate,
-    Tool,
-)
+from .types import CallToolResult, Implementation, Tool
 
 logger = logging.getLogger(__name__)
 
-#: Upper bound on pages followed by one ``list_*`` call (a server that never
-#: stops paginating is a bug, not a reason to loop forever).
-MAX_PAGES = 10_000
 
-
-class McpClient(Closing):
+class McpClient(Closing, CatalogCalls):
     """A synchronous MCP client.  Thread-safe; a context manager.
 
     Args:
@@ -165,12 +152,12 @@ class McpClient(Closing):
             on_sampling=on_sampling,
             on_elicitation=on_elicitation,
             on_log=on_log,
-            on_tools_changed=_changed(self._cache, ("tools/list",), on_tools_changed),
-            on_resources_changed=_changed(
+            on_tools_changed=stale_then(self._cache, ("tools/list",), on_tools_changed),
+            on_resources_changed=stale_then(
                 self._cache, ("resources/list", "resources/templates/list"), on_resources_changed
             ),
-            on_prompts_changed=_changed(self._cache, ("prompts/list",), on_prompts_changed),
-            on_resource_updated=_updated(self._cache, on_resource_updated),
+            on_prompts_changed=stale_then(self._cache, ("prompts/list",), on_prompts_changed),
+            on_resource_updated=stale_resource_then(self._cache, on_resource_updated),
             is_current_subscription=self._is_current_subscription,
         )
         #: The calls running on this session now (see :mod:`jsonrpc_threads.mcp.leases`).
@@ -191,10 +178,7 @@ class McpClient(Closing):
         label = self._connection.label
         self._subscriptions = Subscriptions(self._connection.open_listen, self._connection.cancel, label)
         self._tasks = TaskRunner(self._connection.request, features, label)
-        acknowledged = self._subscriptions.acknowledged
-        self._connection.add_hook(
-            lambda rpc: rpc.on_notification("notifications/subscriptions/acknowledged", acknowledged)
-        )
+        self._connection.add_hook(self._subscriptions.register)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -219,7 +203,7 @@ class McpClient(Closing):
                 supports no stateless revision this client speaks.
             JsonRpcError: the server refused; TransportClosed when it is gone.
         """
-        return self._connection.settle(self._deadline(timeout))
+        return self._connection.handshake.settle(self._deadline(timeout))
 
     def close(self) -> None:
         """End the session (or the subscriptions): close the transport (and reclaim its process).  Idempotent."""
@@ -248,7 +232,7 @@ class McpClient(Closing):
     @property
     def era(self) -> Optional[str]:
         """``"stateless"`` (2026-07-28) or ``"session"`` (``initialize``), once settled; ``None`` before."""
-        return self._connection.era
+        return self._connection.handshake.era
 
     @property
     def protocol_version(self) -> Optional[str]:
@@ -256,29 +240,29 @@ class McpClient(Closing):
         (then the one the server named, after it refused another); ``None`` before."""
         if self.era == protocol.MODE_STATELESS:
             return self._connection.stateless.version
-        return self._connection.session_version
+        return self._connection.handshake.session_version
 
     @protocol_version.setter
     def protocol_version(self, version: str) -> None:
         if self.era == protocol.MODE_STATELESS:
             self._connection.stateless.version = version
         else:
-            self._connection.session_version = version
+            self._connection.handshake.session_version = version
 
     @property
     def server_info(self) -> Implementation:
         """The server's identity from the handshake or ``server/discover`` (``{}`` before)."""
-        return cast(Implementation, protocol.server_info_of(self._connection.init_result))
+        return cast(Implementation, protocol.server_info_of(self._connection.handshake.init_result))
 
     @property
     def server_capabilities(self) -> Dict[str, Any]:
         """The server's ``capabilities`` from the handshake or ``server/discover`` (``{}`` before)."""
-        return cast(Dict[str, Any], self._connection.init_result.get("capabilities") or {})
+        return cast(Dict[str, Any], self._connection.handshake.init_result.get("capabilities") or {})
 
     @property
     def instructions(self) -> Optional[str]:
         """The server's ``instructions``, if it sent any."""
-        value = self._connection.init_result.get("instructions")
+        value = self._connection.handshake.init_result.get("instructions")
         return value if isinstance(value, str) else None
 
     @property
@@ -409,87 +393,6 @@ class McpClient(Closing):
         future.add_library_callback(self.leases.release)
         return future
 
-    def list_resources(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Resource]:
-        """Every resource of the server, through all pages (``timeout`` bounds them all)."""
-        return cast(List[Resource], self._paginate("resources/list", "resources", timeout))
-
-    def list_resource_templates(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[ResourceTemplate]:
-        """Every resource template of the server, through all pages (``timeout`` bounds them all)."""
-        return cast(List[ResourceTemplate], self._paginate("resources/templates/list", "resourceTemplates", timeout))
-
-    def read_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> ReadResourceResult:
-        """Read one resource: ``{"contents": [...]}``."""
-        return cast(ReadResourceResult, self.request("resources/read", {"uri": uri}, timeout=timeout))
-
-    def subscribe_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
-        """Ask for ``notifications/resources/updated`` about ``uri`` (see ``on_resource_updated``).
-
-        In the stateless era this (re)opens ``subscriptions/listen`` with the
-        resource added, and returns once the server acknowledged it (or
-        ``timeout`` passed).
-        """
-        self._resources("resources/subscribe", self._filter.add, uri, timeout)
-
-    def unsubscribe_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
-        """Stop the updates asked for by :meth:`subscribe_resource`."""
-        self._resources("resources/unsubscribe", self._filter.remove, uri, timeout)
-
-    def list_prompts(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Prompt]:
-        """Every prompt of the server, through all pages (``timeout`` bounds them all)."""
-        return cast(List[Prompt], self._paginate("prompts/list", "prompts", timeout))
-
-    def get_prompt(
-        self, name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = DEFAULT_TIMEOUT
-    ) -> GetPromptResult:
-        """Render a prompt with its arguments."""
-        params: Dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = dict(arguments)
-        return cast(GetPromptResult, self.request("prompts/get", params, timeout=timeout))
-
-    def list_skills(self, *, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
-        """The skill entries of a server with the skills extension (``skills/list``); no file is read.
-
-        See :mod:`jsonrpc_threads.mcp.skills`.
-        """
-        return skills.list_skills(self, timeout=timeout)
-
-    def get_skill(self, uri: str, *, timeout: Optional[float] = None) -> Dict[str, Any]:
-        """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``)."""
-        return skills.get_skill(self, uri, timeout=timeout)
-
-    def load_skill(
-        self, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Optional[float] = None
-    ) -> skills.LoadedSkill:
-        """Read a skill's ``SKILL.md``, verified (size, digest, frontmatter) against its entry.
-
-        Raises:
-            SkillVerificationError: the content does not match the entry (it is not used).
-            ImportError: PyYAML (the ``skills`` extra) is missing.
-        """
-        return skills.load_skill(self, entry_or_uri, timeout=timeout)
-
-    def complete(
-        self,
-        ref: Mapping[str, Any],
-        argument: Mapping[str, Any],
-        *,
-        context: Optional[Mapping[str, Any]] = None,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-    ) -> CompleteResult:
-        """Ask for completions of a prompt or resource-template argument.
-
-        Args:
-            ref: ``{"type": "ref/prompt", "name": ...}`` or
-                ``{"type": "ref/resource", "uri": ...}``.
-            argument: ``{"name": ..., "value": ...}``.
-            context: ``{"arguments": {...}}`` already chosen (2025-06-18 and later).
-        """
-        params: Dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
-        if context is not None:
-            params["context"] = dict(context)
-        return cast(CompleteResult, self.request("completion/complete", params, timeout=timeout))
-
     def set_logging_level(self, level: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
         """Ask the server to send log messages of ``level`` and above (``"debug"`` .. ``"emergency"``).
 
@@ -499,7 +402,7 @@ class McpClient(Closing):
         """
         deadline = self._deadline(timeout)
         with self.leases:
-            self._connection.settle(deadline)
+            self._connection.handshake.settle(deadline)
             if self.era == protocol.MODE_STATELESS:
                 self._connection.stateless.set_log_level(level)
                 return
@@ -518,72 +421,15 @@ class McpClient(Closing):
         """
         deadline = self._deadline(timeout)
         with self.leases:
-            self._connection.settle(deadline)
+            self._connection.handshake.settle(deadline)
             if self.era != protocol.MODE_STATELESS:
                 self._connection.notify("notifications/roots/list_changed", deadline)
 
-    def request(
-        self, method: str, params: Optional[Mapping[str, Any]] = None, *, timeout: Timeout = DEFAULT_TIMEOUT
-    ) -> Any:
-        """Send any MCP request and return its result (settling the era first if needed).
-
-        In the stateless era the request gets its ``_meta``, an
-        ``input_required`` answer is fulfilled and the request sent again,
-        and a fresh cached result may answer it.  ``timeout`` bounds all of it.
-
-        Raises:
-            JsonRpcError: as :meth:`JsonRpcClient.call`; the MCP codes as their
-                classes (:class:`~jsonrpc_threads.mcp.errors.UnsupportedProtocolVersion`, ...).
-        """
-        deadline = self._deadline(timeout)
-        with self.leases:
-            return self._connection.request(method, dict(params) if params is not None else None, deadline)
-
     # -- internals ------------------------------------------------------------------
-
-    def _deadline(self, timeout: Timeout) -> Deadline:
-        """The deadline of a call that enters now with ``timeout`` (the client's default for the default)."""
-        return Deadline.after(timeout, self.default_timeout)
 
     def _list_tools(self, deadline: Deadline) -> List[Tool]:
         tools = cast(List[Tool], self._pages("tools/list", "tools", deadline))
         return self._connection.stateless.learn_tools(tools) if self.era == protocol.MODE_STATELESS else tools
-
-    def _paginate(self, method: str, key: str, timeout: Timeout) -> List[Dict[str, Any]]:
-        deadline = self._deadline(timeout)
-        with self.leases:
-            return self._pages(method, key, deadline)
-
-    def _pages(self, method: str, key: str, deadline: Deadline) -> List[Dict[str, Any]]:
-        items: List[Dict[str, Any]] = []
-        cursor: Optional[str] = None
-        seen: Set[str] = set()
-        for _ in range(MAX_PAGES):
-            params = {"cursor": cursor} if cursor is not None else None
-            page = self._connection.request(method, params, deadline)
-            if not isinstance(page, dict):
-                raise JsonRpcError(INVALID_REQUEST, f"{method} answered with something that is not an object", page)
-            items.extend(page.get(key) or [])
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
-            if cursor in seen:
-                logger.warning("%s: the server repeated cursor %r; stopping", method, cursor)
-                break
-            seen.add(cursor)
-        return items
-
-    def _resources(self, method: str, change: Callable[[str], None], uri: str, timeout: Timeout) -> None:
-        """(Un)subscribe: ``resources/(un)subscribe`` in the session era; the listen filter in the stateless era."""
-        deadline = self._deadline(timeout)
-        with self.leases:
-            self._connection.settle(deadline)
-            if self.era != protocol.MODE_STATELESS:
-                self._connection.request(method, {"uri": uri}, deadline)
-                return
-            change(uri)
-            if self._listen:
-                self._subscriptions.listen(self._filter.filters(), wait=deadline.remaining())
 
     def _stateless_settled(self, budget: Budget) -> None:
         """The stateless era was settled (on the handshake's thread): listen for the callbacks given."""
@@ -603,30 +449,6 @@ def _transport(transport_or_config: Union[Transport, Mapping[str, Any], ServerCo
     if isinstance(transport_or_config, Mapping):
         return transport_from_config(transport_or_config)
     return transport_or_config
-
-
-def _changed(
-    cache: Optional[ResultCache], names: Tuple[str, ...], callback: Optional[Callable[[], None]]
-) -> Callable[[], None]:
-    """A list-changed handler: the cached lists go stale, then the user's callback runs."""
-
-    def changed() -> None:
-        if cache is not None:
-            cache.invalidate(names)
-        if callback is not None:
-            callback()
-
-    return changed
-
-
-def _updated(cache: Optional[ResultCache], callback: Optional[Callable[[str], None]]) -> Callable[[str], None]:
-    def updated(uri: str) -> None:
-        if cache is not None:
-            cache.invalidate(("resources/read",), uri)
-        if callback is not None:
-            callback(uri)
-
-    return updated
 
 
 __all__ = [

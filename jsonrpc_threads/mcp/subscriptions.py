@@ -134,6 +134,10 @@ class Subscriptions:
         current.acked.set()
         logger.debug("%s: subscription %r acknowledged: %r", self._label, subscription, current.honoured)
 
+    def register(self, rpc: Any) -> None:
+        """Route the ``notifications/subscriptions/acknowledged`` of ``rpc`` (a ``JsonRpcClient``) here."""
+        rpc.on_notification("notifications/subscriptions/acknowledged", self.acknowledged)
+
     def close(self) -> None:
         """End the subscription for good (the client is closing).  Idempotent."""
         with self._lock:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
-from .._deadlines import Deadline
+from .._deadlines import Deadline, check_timeout
 from ..client import JsonRpcClient
 from ..errors import JsonRpcError, RequestTimeout, TransportClosed
 from ..observe import ToolTracing, WireMessage
@@ -87,6 +87,51 @@ class Settings:
     tracing: Optional[ToolTracing] = None
     wire_trace: Optional[Callable[[str, WireMessage], object]] = None
     background: Background = field(default_factory=lambda: Background(4))
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        default_timeout: Optional[float],
+        startup_timeout: Optional[float],
+        retry_failed_after: Optional[float],
+        client_info: Optional[Mapping[str, Any]],
+        policy: RestartPolicy,
+        idle_timeout: Optional[float],
+        health_interval: Optional[float],
+        health_timeout: float,
+        tracing: Any,
+        wire_trace: Optional[Callable[[str, WireMessage], object]],
+        workers: int,
+    ) -> Settings:
+        """The registry's settings, each checked as it enters; ``workers`` background threads.
+
+        ``tracing``: ``True`` (the global tracer provider), a ``TracerProvider``, or false.
+
+        Raises:
+            ValueError, TypeError: for a bad timeout or interval.
+            ImportError: ``tracing`` without ``opentelemetry-api``.
+        """
+        return cls(
+            check_timeout(default_timeout, "default_timeout"),
+            check_timeout(startup_timeout, "startup_timeout"),
+            retry_failed_after,
+            client_info,
+            policy=policy,
+            idle_timeout=_positive_or_none(idle_timeout, "idle_timeout"),
+            health_interval=_positive_or_none(health_interval, "health_interval"),
+            health_timeout=check_timeout(health_timeout, "health_timeout") or DEFAULT_HEALTH_TIMEOUT_S,
+            tracing=None if tracing is False or tracing is None else ToolTracing(None if tracing is True else tracing),
+            wire_trace=wire_trace,
+            background=Background(workers, "jsonrpc-registry"),
+        )
+
+
+def _positive_or_none(value: Optional[float], name: str) -> Optional[float]:
+    seconds = check_timeout(value, name)
+    if seconds is not None and seconds <= 0:
+        raise ValueError(f"{name} must be > 0 (or None), not {value!r}")
+    return seconds
 
 
 def start_session(
