@@ -10,9 +10,11 @@ Commands::
                           (definition | hover | references) FILE:LINE:COL | diagnostics FILE
     jsonrpc-threads --version
 
-Every command takes ``--timeout SECONDS`` (how long each request may take:
-starting a server, listing its tools, the call) and ``-v`` / ``-vv`` (log to
-stderr).  ``tools`` prints every server's tools as a table (``--json``: the
+Every command takes ``--timeout SECONDS`` and ``-v`` / ``-vv`` (log to
+stderr).  The timeout is made once and spent by every step it covers:
+``tools``, every server's start and listing, in all; ``call``, the whole call,
+the wait for the server's start included; ``rpc``, the request; ``lsp``, each
+step (docs/timeouts.md has the table).  ``tools`` prints every server's tools as a table (``--json``: the
 registry's descriptors); a server that cannot start is reported on stderr and
 the others are still listed.  ``call`` prints the tool's text result on stdout
 (``--json``: the whole result) with a progress bar on stderr while the server
@@ -64,6 +66,7 @@ import threading
 import time
 from typing import IO, Any, Callable, Dict, NoReturn, Optional, Sequence, Tuple
 
+from ._deadlines import DEFAULT_TIMEOUT
 from ._version import __version__
 from .client import JsonRpcClient
 from .errors import HttpError, JsonRpcError, RequestTimeout, TransportClosed
@@ -195,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     common = _Parser(add_help=False)
     common.add_argument(
-        "--timeout", type=_positive, metavar="SECONDS", help="how long each request may take (start, list, call)"
+        "--timeout", type=_positive, metavar="SECONDS", help="how long the command's calls may take (start included)"
     )
     common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
     epilog = "exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
@@ -441,6 +444,7 @@ def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str
                 args.server,
                 args.tool,
                 arguments,
+                timeout=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT,  # it bounds the whole call
                 on_progress=display.update if display is not None else None,
             )
         except RequestTimeout as exc:
