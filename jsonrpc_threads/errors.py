@@ -62,15 +62,15 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     AuthorizationError     -32002   local    HttpError         auth
     MessageTooLarge        -32003   local                      transports
     ConfigError            -32010   local    ValueError        transports.config, mcp.config
-    UnknownTool            -32602   local    LookupError       mcp.registry
-    UnknownServer          -32602   local    LookupError       mcp.registry
-    ServerUnavailable      -32000   local    ConnectionError   mcp.registry
-    ProtocolVersionError   -32600   local                      mcp.session
-    ProtocolError          -32600   local                      mcp (an answer the protocol forbids)
-    SkillVerificationError -32602   local                      mcp.skills
-    HeaderMismatch         -32020   remote   RemoteError       error_from_mcp
-    MissingClientCapability -32021  remote   RemoteError       error_from_mcp
-    UnsupportedProtocolVersion -32022  remote   RemoteError    error_from_mcp
+    UnknownTool            -32602   local    LookupError       mcp.registry (mcp.errors)
+    UnknownServer          -32602   local    LookupError       mcp.registry (mcp.errors)
+    ServerUnavailable      -32000   local    ConnectionError   mcp.supervisor (mcp.errors)
+    ProtocolVersionError   -32600   local                      mcp.handshake (mcp.errors)
+    ProtocolError          -32600   local                      mcp (mcp.errors; a forbidden answer)
+    SkillVerificationError -32602   local                      mcp.skills (mcp.errors)
+    HeaderMismatch         -32020   remote   RemoteError       mcp.errors.error_from_mcp
+    MissingClientCapability -32021  remote   RemoteError       mcp.errors.error_from_mcp
+    UnsupportedProtocolVersion -32022  remote   RemoteError    mcp.errors.error_from_mcp
 
 MCP's codes.  MCP revision 2026-07-28 reserves -32020..-32099 for the codes
 it defines.  :func:`error_from_response` serves every JSON-RPC peer and

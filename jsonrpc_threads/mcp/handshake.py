@@ -131,6 +131,7 @@ class Handshake:
         self.init_result: Dict[str, Any] = {}
         self.session_version: Optional[str] = None
         self._probe_note = ""  # why initialize came after a probe (added to its timeout's message)
+        self._session_era = False  # the probe said so: a handshake tried again needs no probe
 
     @property
     def settled(self) -> bool:
@@ -181,8 +182,8 @@ class Handshake:
     def _negotiate(self, budget: Budget) -> Dict[str, Any]:
         if self._settled:
             return self.init_result
-        if isinstance(self._link.rpc.transport, RevisionBound) or self.era == protocol.MODE_SESSION:
-            self._handshake(budget)  # HTTP+SSE carries the session era only; a failed renewal needs no probe
+        if isinstance(self._link.rpc.transport, RevisionBound) or self._session_era:
+            self._handshake(budget)  # HTTP+SSE carries the session era only; a known era needs no probe
         elif self._mode == protocol.MODE_SESSION or not self._discover(budget, probe=self._mode == protocol.MODE_AUTO):
             self._handshake(budget)
         return self.init_result
@@ -250,6 +251,7 @@ class Handshake:
     def _leave_stateless(self, session: Optional[SessionTransport]) -> bool:
         if session is not None:
             session.stateless = False
+        self._session_era = True
         return False
 
     def _handshake(self, budget: Budget) -> None:
@@ -283,6 +285,7 @@ class Handshake:
         self.init_result = result
         self.session_version = version
         self.era = protocol.MODE_SESSION
+        self._session_era = True
         self.generation += 1
         self._settled = True
         # A server without sessions cannot tell our GET stream from anyone else's.

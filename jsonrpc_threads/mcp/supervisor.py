@@ -171,6 +171,8 @@ class ServerSupervisor:
         return self._acquire(deadline, lease=False)
 
     def _acquire(self, deadline: Deadline, *, lease: bool) -> McpClient:
+        if self._state.closed:
+            raise TransportClosed(CLOSED)
         if self.config is None:
             assert self.config_error is not None
             raise copy.copy(self.config_error)
