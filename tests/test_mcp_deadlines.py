@@ -147,6 +147,9 @@ def test_the_first_calls_timeout_bounds_the_implicit_handshake(lazy: List[McpCli
     # Nothing is left half-done: the next call with time to spare settles the era and is answered.
     assert text_of(client.call_tool("echo", {"text": "in time"}, timeout=WAIT_S)) == "in time"
     assert client.era == "session"
+    seen = structured(client.call_tool("log"))
+    assert seen["cancelled"] == []  # initialize given up is never cancelled on the wire (MCP forbids it)
+    assert seen["methods"].count("server/discover") == 1  # the era was known: the second handshake had no probe
 
 
 def test_a_renewal_after_404_is_bounded_by_the_calls_deadline_and_shared() -> None:

@@ -305,14 +305,18 @@ class Handshake:
         with self._lock:
             self._quiet.add(request_id)
         try:
-            return budget.wait_for(future, "initialize", _giving_up(rpc), hint=self._probe_note)
-        except RequestTimeout:
+            result = budget.wait_for(future, "initialize", _giving_up(rpc), hint=self._probe_note)
+        except RequestTimeout:  # given up: its id stays quiet (the cancellation is decided on another thread)
             self._adjust_stats("cancels", -1)
             self._adjust_stats("timeouts", +1)
             raise
-        finally:
+        except BaseException:
             with self._lock:
                 self._quiet.discard(request_id)
+            raise
+        with self._lock:
+            self._quiet.discard(request_id)
+        return result
 
     def _falls_back_to_sse(self, exc: HttpError) -> bool:
         return (
