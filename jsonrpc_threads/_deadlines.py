@@ -121,8 +121,69 @@ def passed(deadline: Optional[float]) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
 
+class Deadline:
+    """One call's deadline, made once where the call enters and handed down to every step it triggers.
+
+    A step spends what is left (:meth:`remaining`) and never starts a timeout
+    of its own; ``timeout`` keeps the seconds the caller gave, for messages
+    ("timed out after 4.0s" names the whole call, not what was left for its
+    last step).  ``None`` means no deadline, exactly as for a timeout.
+    Immutable; thread-safe.
+
+    Attributes:
+        at: the :func:`time.monotonic` moment it passes, or ``None``.
+        timeout: the seconds the caller gave (after :func:`check_timeout`), or ``None``.
+    """
+
+    __slots__ = ("at", "timeout")
+
+    def __init__(self, timeout: Optional[float], at: Optional[float]) -> None:
+        self.timeout = timeout
+        self.at = at
+
+    @classmethod
+    def after(cls, timeout: object, default: Optional[float] = None, what: str = "timeout") -> Deadline:
+        """The deadline ``timeout`` seconds from now; :data:`DEFAULT_TIMEOUT` (or ``...``) takes ``default``.
+
+        ``default`` is taken as it is (validate it where it was set).
+
+        Raises:
+            TypeError, ValueError: as :func:`check_timeout`.
+        """
+        use_default = isinstance(timeout, UseDefault) or timeout is Ellipsis
+        seconds = default if use_default else check_timeout(timeout, what)
+        return cls(seconds, deadline_after(seconds))
+
+    @classmethod
+    def never(cls) -> Deadline:
+        """No deadline."""
+        return cls(None, None)
+
+    def remaining(self) -> Optional[float]:
+        """Seconds left (0.0 once passed); ``None`` for no deadline."""
+        return time_left(self.at)
+
+    @property
+    def expired(self) -> bool:
+        """True once the deadline has passed (never for no deadline)."""
+        return passed(self.at)
+
+    def capped(self, seconds: float) -> Deadline:
+        """This deadline, or ``seconds`` from now when that comes first (for a step with a bound of its own)."""
+        cap = time.monotonic() + seconds
+        if self.at is not None and self.at <= cap:
+            return self
+        return Deadline(seconds, cap)
+
+    def __repr__(self) -> str:
+        if self.at is None:
+            return "Deadline(None)"
+        return f"Deadline(timeout={self.timeout!r}, remaining={self.remaining():.3f})"
+
+
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "Deadline",
     "MAX_WAIT_SLICE_S",
     "Timeout",
     "UseDefault",

@@ -12,9 +12,11 @@ Commands::
                           (PROMPT | -)              (see jsonrpc_threads.acp.cli)
     jsonrpc-threads --version
 
-Every command takes ``--timeout SECONDS`` (how long each request may take:
-starting a server, listing its tools, the call) and ``-v`` / ``-vv`` (log to
-stderr).  ``tools`` prints every server's tools as a table (``--json``: the
+Every command takes ``--timeout SECONDS`` and ``-v`` / ``-vv`` (log to
+stderr).  The timeout is made once and spent by every step it covers:
+``tools``, every server's start and listing, in all; ``call``, the whole call,
+the wait for the server's start included; ``rpc``, the request; ``lsp``, each
+step (docs/timeouts.md has the table).  ``tools`` prints every server's tools as a table (``--json``: the
 registry's descriptors); a server that cannot start is reported on stderr and
 the others are still listed.  ``call`` prints the tool's text result on stdout
 (``--json``: the whole result) with a progress bar on stderr while the server
@@ -72,6 +74,7 @@ import time
 from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
+from ._deadlines import DEFAULT_TIMEOUT
 from ._version import __version__
 from .acp.cli import add_command as add_acp_command
 from .acp.cli import run as run_acp
@@ -212,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     common = _Parser(add_help=False)
     common.add_argument(
-        "--timeout", type=_positive, metavar="SECONDS", help="how long each request may take (start, list, call)"
+        "--timeout", type=_positive, metavar="SECONDS", help="how long the command's calls may take (start included)"
     )
     common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
     epilog = "exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
@@ -407,8 +410,17 @@ def _registry(args: argparse.Namespace) -> ToolRegistry:
 def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """``tools``: every server's tools; failures on stderr, the rest still listed."""
     with _registry(args) as registry:
-        tools = registry.tools()
+        names = ", ".join(repr(name) for name in registry.servers)
+        display = ProgressDisplay(err, what=f"server{'s' if len(registry.servers) > 1 else ''} {names} to start")
+        display.start()  # on a terminal: the servers' names and the time they take, while they start
+        try:
+            tools = registry.tools()
+        finally:
+            display.finish()
+        # A start that ran out of time with the command may not have failed yet: still starting is not up.
+        states = {name: status["state"] for name, status in registry.status().items()}
         failures = registry.failures
+        late = [name for name, state in states.items() if state in ("starting", "restarting") and name not in failures]
     if args.json:
         _write_json(out, tools)
     elif tools:  # no header over an empty table: the failures on stderr say why
@@ -421,9 +433,11 @@ def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         _write_table(rows, out)
     for failure in failures.values():
         err.write(f"{PROG}: {_one_line(failure)}\n")
+    for name in late:
+        err.write(f"{PROG}: server {name!r} was not up within {registry.startup_timeout}s\n")
     for failure in failures.values():
         return exit_code_for(failure)
-    return EXIT_OK
+    return EXIT_TIMEOUT if late else EXIT_OK
 
 
 def _write_table(rows: Sequence[Tuple[str, ...]], out: IO[str]) -> None:
@@ -450,6 +464,7 @@ def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str
                 args.server,
                 args.tool,
                 arguments,
+                timeout=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT,  # it bounds the whole call
                 on_progress=display.update if display is not None else None,
             )
         except RequestTimeout as exc:

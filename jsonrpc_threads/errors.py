@@ -4,8 +4,12 @@ Every exception the library raises is a :class:`JsonRpcError`, so one
 ``except JsonRpcError`` catches them all.  Where a builtin base helps callers that
 already handle it, the class has it too (:class:`RequestTimeout` is a
 :class:`TimeoutError`, :class:`TransportClosed` a :class:`ConnectionError`, ...).
-This module imports nothing of the package: every layer (client, transports,
-``mcp/``, ``auth/``) defines its errors here and imports them from here.
+This module imports nothing of the package: the client, the transports and
+``auth/`` define their errors here and import them from here.  The MCP
+layer's own errors (MCP's codes, the protocol's violations, the tool
+registry's lookups) live in :mod:`jsonrpc_threads.mcp.errors`; the table
+below lists them too, and they stay importable from here, loaded on first
+use (nothing below ``mcp/`` asks for them).
 
 Who said so.  An error is either the peer's answer or a local failure:
 
@@ -58,21 +62,21 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     AuthorizationError     -32002   local    HttpError         auth
     MessageTooLarge        -32003   local                      transports
     ConfigError            -32010   local    ValueError        transports.config, mcp.config
-    UnknownTool            -32602   local    LookupError       mcp.registry
-    UnknownServer          -32602   local    LookupError       mcp.registry
-    ServerUnavailable      -32000   local    ConnectionError   mcp.registry
-    ProtocolVersionError   -32600   local                      mcp.session
+    UnknownTool            -32602   local    LookupError       mcp.registry (mcp.errors)
+    UnknownServer          -32602   local    LookupError       mcp.registry (mcp.errors)
+    ServerUnavailable      -32000   local    ConnectionError   mcp.supervisor (mcp.errors)
+    ProtocolVersionError   -32600   local                      mcp.handshake (mcp.errors)
     ProtocolError          -32600   local                      mcp, acp (an answer the protocol forbids)
-    SkillVerificationError -32602   local                      mcp.skills
-    HeaderMismatch         -32020   remote   RemoteError       error_from_mcp
-    MissingClientCapability -32021  remote   RemoteError       error_from_mcp
-    UnsupportedProtocolVersion -32022  remote   RemoteError    error_from_mcp
+    SkillVerificationError -32602   local                      mcp.skills (mcp.errors)
+    HeaderMismatch         -32020   remote   RemoteError       mcp.errors.error_from_mcp
+    MissingClientCapability -32021  remote   RemoteError       mcp.errors.error_from_mcp
+    UnsupportedProtocolVersion -32022  remote   RemoteError    mcp.errors.error_from_mcp
 
 MCP's codes.  MCP revision 2026-07-28 reserves -32020..-32099 for the codes
-it defines (:data:`MCP_ERRORS`).  :func:`error_from_response` serves every
-JSON-RPC peer and leaves them plain :class:`RemoteError`; the MCP layer turns
-them into their classes with :func:`error_from_mcp`, so only an MCP server's
--32022 becomes an :class:`UnsupportedProtocolVersion`.
+it defines.  :func:`error_from_response` serves every JSON-RPC peer and
+leaves them plain :class:`RemoteError`; the MCP layer turns them into their
+classes (:func:`jsonrpc_threads.mcp.errors.error_from_mcp`), so only an MCP
+server's -32022 becomes an ``UnsupportedProtocolVersion``.
 
 Pickling.  Every exception here (and any subclass a user writes) pickles and
 copies with its attributes: :class:`JsonRpcError` records the arguments its
@@ -84,20 +88,53 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is not imported at run time: a tool server's start-up pays for every module
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union
+    from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type, TypeVar, Union
 
     #: A request id: an ``int`` or a ``str``.
     RequestId = Union[int, str]
     _E = TypeVar("_E", bound="JsonRpcError")
 
 
+#: The MCP layer's names, defined in ``jsonrpc_threads.mcp.errors`` and still importable from here.
+_MCP_NAMES: FrozenSet[str] = frozenset(
+    {
+        "HEADER_MISMATCH",
+        "MCP_ERRORS",
+        "MISSING_REQUIRED_CLIENT_CAPABILITY",
+        "UNSUPPORTED_PROTOCOL_VERSION",
+        "HeaderMismatch",
+        "MissingClientCapability",
+        "ProtocolVersionError",
+        "ServerUnavailable",
+        "SkillVerificationError",
+        "UnknownServer",
+        "UnknownTool",
+        "UnsupportedProtocolVersion",
+        "error_from_mcp",
+    }
+)
+
+
 def __getattr__(name: str) -> Any:
-    """``RequestId`` (``Union[int, str]``), made on first use: typing loads only when asked for."""
+    """``RequestId`` (``Union[int, str]``), made on first use: typing loads only when asked for.
+
+    The MCP layer's errors (:data:`_MCP_NAMES`) load ``jsonrpc_threads.mcp.errors`` on first use.
+    """
     if name == "RequestId":
         from typing import Union  # noqa: PLC0415
 
         return Union[int, str]
+    if name in _MCP_NAMES:
+        from importlib import import_module  # noqa: PLC0415 - the MCP layer, only when asked for
+
+        value = getattr(import_module("jsonrpc_threads.mcp.errors"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | _MCP_NAMES)
 
 
 PARSE_ERROR = -32700
@@ -115,13 +152,6 @@ MESSAGE_TOO_LARGE = -32003
 CONFIG_ERROR = -32010
 #: The peer cancelled the request (the Language Server Protocol's ``RequestCancelled``).
 REQUEST_CANCELLED = -32800
-
-#: MCP (2026-07-28): the HTTP headers do not match the body, or a required one is missing or malformed.
-HEADER_MISMATCH = -32020
-#: MCP (2026-07-28): the request needs a client capability it did not declare.
-MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
-#: MCP (2026-07-28): the request's protocol version is not one the server supports.
-UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class JsonRpcError(Exception):
@@ -445,7 +475,7 @@ class AuthorizationError(HttpError):
         self.oauth_error = oauth_error
 
 
-# -- local failures: configuration and the MCP layer -------------------------------------
+# -- local failures: configuration ------------------------------------------------------------
 
 
 class ConfigError(JsonRpcError, ValueError):
@@ -468,174 +498,16 @@ class ConfigError(JsonRpcError, ValueError):
         return self.message
 
 
-class UnknownTool(JsonRpcError, LookupError):
-    """No configured server offers a tool of this name.
-
-    Attributes:
-        name: the name asked for (namespaced, or as the server spells it).
-        server: the server it was looked up on, when one was named.
-    """
-
-    def __init__(self, name: str, server: Optional[str] = None) -> None:
-        where = f" on server {server!r}" if server is not None else ""
-        super().__init__(INVALID_PARAMS, f"Unknown tool {name!r}{where}", {"name": name, "server": server})
-        self.name = name
-        self.server = server
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class UnknownServer(JsonRpcError, LookupError):
-    """The configuration names no server of this name.
-
-    Attributes:
-        server: the name asked for.
-        known: the configured names.
-    """
-
-    def __init__(self, server: str, known: Sequence[str] = ()) -> None:
-        hint = f" (configured: {', '.join(known)})" if known else " (none is configured)"
-        super().__init__(INVALID_PARAMS, f"Unknown server {server!r}{hint}", {"server": server})
-        self.server = server
-        self.known = tuple(known)
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class ServerUnavailable(JsonRpcError, ConnectionError):
-    """A server of the tool registry cannot take a call now.
-
-    It could not be started (spawned or reached, then ``initialize`` and
-    ``tools/list``), it is restarting and was not back within the call's
-    deadline, or it stopped too often and is reported failed.  Nothing was
-    sent for the call that raised it: a retry after ``retry_after`` seconds
-    is safe.
-
-    Args:
-        server: the server's name.
-        reason: one line saying why.
-        timed_out: True when the server did not answer in time.
-        what: what happened, as the message says it (``"failed to start"``,
-            ``"is restarting"``, ``"is failed"``).
-        retry_after: seconds from now until it is tried again (``None``:
-            unknown, or never).
-        returncode: the exit code of its last process, when it stopped.
-        stderr_tail: the end of that process's stderr.
-
-    Attributes:
-        server, reason, timed_out, retry_after, returncode, stderr_tail: as given.
-    """
-
-    def __init__(
-        self,
-        server: str,
-        reason: str,
-        *,
-        timed_out: bool = False,
-        what: str = "failed to start",
-        retry_after: Optional[float] = None,
-        returncode: Optional[int] = None,
-        stderr_tail: str = "",
-    ) -> None:
-        super().__init__(TRANSPORT_CLOSED, f"server {server!r} {what}: {reason}", {"server": server})
-        self.server = server
-        self.reason = reason
-        self.timed_out = timed_out
-        self.retry_after = retry_after
-        self.returncode = returncode
-        self.stderr_tail = stderr_tail
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class ProtocolVersionError(JsonRpcError):
-    """The server answered ``initialize`` with a protocol revision this client does not speak.
-
-    Attributes:
-        version: the revision the server proposed.
-        supported: the revisions this client speaks.
-    """
-
-    def __init__(self, version: Any, supported: Sequence[str] = ()) -> None:
-        known = f" (supported: {', '.join(supported)})" if supported else ""
-        super().__init__(INVALID_REQUEST, f"Unsupported MCP protocol version {version!r}{known}")
-        self.version = version
-        self.supported = tuple(supported)
-
-
 class ProtocolError(JsonRpcError):
-    """The server sent an answer its protocol forbids: MCP (an unknown ``resultType``, an interim
+    """The peer sent an answer its protocol forbids: MCP (an unknown ``resultType``, an interim
     result on a request that may not have one, a round trip that never ends) or ACP (another
     protocol version, a session without an id, a turn without a stop reason).
 
-    The server's fault: sending the same request again will usually fail the same way.
+    The peer's fault: sending the same request again will usually fail the same way.
     """
 
     def __init__(self, message: str, data: Any = None) -> None:
         super().__init__(INVALID_REQUEST, message, data)
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class HeaderMismatch(RemoteError):
-    """MCP -32020: the server found the request's HTTP headers missing, malformed, or not matching its body."""
-
-    def __init__(self, message: str = "Header mismatch", data: Any = None) -> None:
-        super().__init__(HEADER_MISMATCH, message, data)
-
-
-class MissingClientCapability(RemoteError):
-    """MCP -32021: the request needs client capabilities that it did not declare.
-
-    Attributes:
-        required_capabilities: what the server named (``data.requiredCapabilities``), or ``{}``.
-    """
-
-    def __init__(self, message: str = "Missing required client capability", data: Any = None) -> None:
-        super().__init__(MISSING_REQUIRED_CLIENT_CAPABILITY, message, data)
-        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
-        self.required_capabilities: Any = required if required is not None else {}
-
-
-class UnsupportedProtocolVersion(RemoteError):
-    """MCP -32022: the server does not support the protocol version the request declared.
-
-    Attributes:
-        supported: the versions the server named (``data.supported``).
-        requested: the version it was asked for (``data.requested``).
-    """
-
-    def __init__(self, message: str = "Unsupported protocol version", data: Any = None) -> None:
-        super().__init__(UNSUPPORTED_PROTOCOL_VERSION, message, data)
-        supported = data.get("supported") if isinstance(data, dict) else None
-        self.supported: Tuple[str, ...] = (
-            tuple(version for version in supported or () if isinstance(version, str))
-            if isinstance(supported, list)
-            else ()
-        )
-        requested = data.get("requested") if isinstance(data, dict) else None
-        self.requested: Optional[str] = requested if isinstance(requested, str) else None
-
-
-class SkillVerificationError(JsonRpcError):
-    """A skill's file does not match the skill's entry (size, digest, frontmatter), or is not listed in it.
-
-    The content was not used.  The server may have changed the skill since it
-    was listed: get its entry again (``get_skill``) before trying again.
-
-    Attributes:
-        uri: the file that failed.
-        reason: one line saying how.
-    """
-
-    def __init__(self, uri: str, reason: str) -> None:
-        super().__init__(INVALID_PARAMS, f"skill file {uri!r} failed verification: {reason}", {"uri": uri})
-        self.uri = uri
-        self.reason = reason
 
     def __str__(self) -> str:
         return self.message
@@ -690,27 +562,6 @@ def error_from_response(error: Any) -> RemoteError:
     return RemoteError(code, message, data)
 
 
-#: The codes MCP defines in the range it reserves -> their class (see :func:`error_from_mcp`).
-MCP_ERRORS: Dict[int, Callable[[str, Any], RemoteError]] = {
-    HEADER_MISMATCH: HeaderMismatch,
-    MISSING_REQUIRED_CLIENT_CAPABILITY: MissingClientCapability,
-    UNSUPPORTED_PROTOCOL_VERSION: UnsupportedProtocolVersion,
-}
-
-
-def error_from_mcp(error: JsonRpcError) -> JsonRpcError:
-    """An MCP server's error with its MCP class: a :class:`RemoteError` with an MCP code becomes that class.
-
-    Anything else is returned as it is (the same object).
-    """
-    cls = MCP_ERRORS.get(error.code) if type(error) is RemoteError else None
-    if cls is None:
-        return error
-    specific = cls(error.message, error.data)
-    specific.__traceback__ = error.__traceback__
-    return specific
-
-
 def _short_repr(value: Any, limit: int = 300) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -718,15 +569,12 @@ def _short_repr(value: Any, limit: int = 300) -> str:
 
 __all__ = [
     "CONFIG_ERROR",
-    "HEADER_MISMATCH",
     "HTTP_ERROR",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
-    "MCP_ERRORS",
     "MESSAGE_TOO_LARGE",
     "METHOD_NOT_FOUND",
-    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
     "PROTOCOL_ERRORS",
     "REMOTE_ERRORS",
@@ -734,10 +582,9 @@ __all__ = [
     "REQUEST_TIMEOUT",
     "STANDARD_ERRORS",
     "TRANSPORT_CLOSED",
-    "UNSUPPORTED_PROTOCOL_VERSION",
     "AuthorizationError",
     "ConfigError",
-    "HeaderMismatch",
+    "ProtocolError",
     "HttpConnectionError",
     "HttpError",
     "InternalError",
@@ -746,10 +593,7 @@ __all__ = [
     "JsonRpcError",
     "MessageTooLarge",
     "MethodNotFound",
-    "MissingClientCapability",
     "ParseError",
-    "ProtocolError",
-    "ProtocolVersionError",
     "RemoteError",
     "RemoteInternalError",
     "RemoteInvalidParams",
@@ -759,14 +603,8 @@ __all__ = [
     "RequestCancelled",
     "RequestId",
     "RequestTimeout",
-    "ServerUnavailable",
     "SessionExpired",
-    "SkillVerificationError",
     "StreamLost",
     "TransportClosed",
-    "UnknownServer",
-    "UnknownTool",
-    "UnsupportedProtocolVersion",
-    "error_from_mcp",
     "error_from_response",
 ]

@@ -40,6 +40,7 @@ from jsonrpc_threads.errors import (
     error_from_response,
 )
 from jsonrpc_threads.mcp import config, registry
+from jsonrpc_threads.mcp import errors as mcp_errors
 
 STANDARD = [
     (ParseError, -32700),
@@ -88,11 +89,12 @@ SAMPLES: Dict[Type[JsonRpcError], JsonRpcError] = {
 
 
 def defined_here() -> set:
-    """Every exception class errors.py defines (the private base included)."""
+    """Every exception class errors.py and mcp/errors.py define (the private base included)."""
     return {
         value
-        for value in vars(errors).values()
-        if inspect.isclass(value) and issubclass(value, JsonRpcError) and value.__module__ == errors.__name__
+        for module in (errors, mcp_errors)
+        for value in vars(module).values()
+        if inspect.isclass(value) and issubclass(value, JsonRpcError) and value.__module__ == module.__name__
     }
 
 

@@ -31,7 +31,7 @@ from jsonrpc_threads import (
     transport_from_config,
 )
 from jsonrpc_threads.mcp import LATEST_SESSION_PROTOCOL_VERSION, McpClient
-from jsonrpc_threads.transports.base import HasLegacyTransport, RevisionBound
+from jsonrpc_threads.mcp.transport_roles import HasLegacyTransport, RevisionBound
 from jsonrpc_threads.transports.http import HttpTransport
 
 from .conftest import peer_command

@@ -20,9 +20,10 @@ Exit status: 0 when the agent ended its turn (``end_turn``), 1 for any other
 stop reason (named on stderr) or an error answer, 4 for a timeout, 5 when the
 agent could not be started or stopped mid-turn (its exit code and the last line
 of its stderr on stderr), 130 on Ctrl-C (the turn is cancelled first).
-``--timeout`` bounds every step, the prompt included; without it the handshake
-and the session get :data:`DEFAULT_STEP_TIMEOUT_S` and the prompt
-:data:`DEFAULT_PROMPT_TIMEOUT_S`.
+``--timeout`` is one deadline for the whole command, made when it starts and
+spent by every step (the handshake, the session, the prompt); without it the
+handshake and the session get :data:`DEFAULT_STEP_TIMEOUT_S` each and the
+prompt :data:`DEFAULT_PROMPT_TIMEOUT_S`.
 
 This module registers the command (:func:`add_command`) and runs it
 (:func:`run`); :mod:`jsonrpc_threads.cli` dispatches to it.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import time
 from typing import IO, Any, Dict, Optional, Sequence
 
 from .client import AcpClient
@@ -151,7 +153,13 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -
     text = stdin.read() if args.prompt == "-" else args.prompt
     if not text.strip():
         raise ValueError("the prompt is empty")
-    step = args.timeout if args.timeout is not None else DEFAULT_STEP_TIMEOUT_S
+    started = time.monotonic()
+    limit: Optional[float] = args.timeout
+
+    def left(default: float) -> float:
+        """What is left of ``--timeout`` for the next step (``default`` without one)."""
+        return default if limit is None else max(0.0, limit - (time.monotonic() - started))
+
     stream = _Stream(out, err, thoughts=args.verbose > 0)
     try:
         with AcpClient(
@@ -163,13 +171,13 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -
             fs_root=args.fs_root,
             fs_write=args.fs_write,
             terminal=args.terminal,
-            default_timeout=step,
-            prompt_timeout=args.timeout if args.timeout is not None else DEFAULT_PROMPT_TIMEOUT_S,
+            default_timeout=left(DEFAULT_STEP_TIMEOUT_S),
+            prompt_timeout=left(DEFAULT_PROMPT_TIMEOUT_S),
         ) as agent:
-            session = agent.new_session()
+            session = agent.new_session(timeout=left(DEFAULT_STEP_TIMEOUT_S))
             if args.mode:
-                agent.set_mode(session, args.mode)
-            result = agent.prompt(session, text, on_update=stream)
+                agent.set_mode(session, args.mode, timeout=left(DEFAULT_STEP_TIMEOUT_S))
+            result = agent.prompt(session, text, on_update=stream, timeout=left(DEFAULT_PROMPT_TIMEOUT_S))
     finally:
         if not stream.ends_with_newline:  # the reply ends its line, whatever ended the turn
             out.write("\n")

@@ -1,6 +1,6 @@
 """The Model Context Protocol on top of :class:`jsonrpc_threads.JsonRpcClient`."""
 
-from ..errors import ProtocolVersionError
+from .errors import ProtocolVersionError
 from .registry import ToolRegistry
 from .session import McpClient
 from .tasks import TaskFuture

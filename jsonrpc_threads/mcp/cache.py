@@ -24,7 +24,7 @@ import copy
 import json
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from .protocol import CACHEABLE_METHODS, RESULT_COMPLETE
 
@@ -114,4 +114,32 @@ class ResultCache:
             return len(self._entries)
 
 
-__all__ = ["MAX_ENTRIES", "ResultCache"]
+def stale_then(
+    cache: Optional[ResultCache], methods: Sequence[str], callback: Optional[Callable[[], None]]
+) -> Callable[[], None]:
+    """A list-changed handler: the cached results of ``methods`` go stale, then ``callback()`` runs (if given)."""
+
+    def changed() -> None:
+        if cache is not None:
+            cache.invalidate(methods)
+        if callback is not None:
+            callback()
+
+    return changed
+
+
+def stale_resource_then(
+    cache: Optional[ResultCache], callback: Optional[Callable[[str], None]]
+) -> Callable[[str], None]:
+    """A resource-updated handler: the cached ``resources/read`` of the URI goes stale, then ``callback(uri)`` runs."""
+
+    def updated(uri: str) -> None:
+        if cache is not None:
+            cache.invalidate(("resources/read",), uri)
+        if callback is not None:
+            callback(uri)
+
+    return updated
+
+
+__all__ = ["MAX_ENTRIES", "ResultCache", "stale_resource_then", "stale_then"]

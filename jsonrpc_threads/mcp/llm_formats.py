@@ -25,15 +25,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
 
-from ..errors import (
-    ConfigError,
-    HttpError,
-    JsonRpcError,
-    RequestTimeout,
-    ServerUnavailable,
-    TransportClosed,
-    UnknownTool,
-)
+from ..errors import ConfigError, HttpError, JsonRpcError, RequestTimeout, TransportClosed
+from .errors import ServerUnavailable, UnknownTool
 from .types import Tool
 
 logger = logging.getLogger(__name__)

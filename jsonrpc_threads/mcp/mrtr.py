@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
-from ..errors import ProtocolError
 from .client_features import ClientFeatures
+from .errors import ProtocolError
 from .protocol import INPUT_REQUEST_METHODS
 
 #: Round trips one request may make before the server is taken to be looping.

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from ..errors import (
+from ..errors import RemoteError
+from .errors import (
     HEADER_MISMATCH,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolError,
-    RemoteError,
     UnsupportedProtocolVersion,
 )
 

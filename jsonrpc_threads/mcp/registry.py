@@ -1,93 +1,69 @@
-"""ToolRegistry: from the tool calls an LLM emitted to the tool messages of its next turn.
+"""ToolRegistry: the tools of many MCP servers for a model, and the model's tool calls routed to them.
 
 Theory of operation.  A registry holds the servers of an ``mcpServers``
 configuration (:mod:`jsonrpc_threads.mcp.config`), one
 :class:`~jsonrpc_threads.mcp.supervisor.ServerSupervisor` each, which starts
 its server's :class:`McpClient` session on first use (or all at once with
-``eager=True``), once however many threads need it, tries a failed start
-again after ``retry_failed_after`` seconds, starts a crashed server again on
-its next use, and keeps its tool list fresh (``notifications/tools/list_changed``
-marks it stale).  A server that fails to start is left out (its tools are
-missing) and the reason is kept in :attr:`ToolRegistry.errors` and logged; the
-other servers work as usual.
+``eager=True``), once however many threads need it, restarts it with a
+backoff when it stops (at most ``max_restarts`` in ``restart_window``, then
+failed until ``retry_failed_after``), closes it after ``idle_timeout`` with no
+call on it, pings it every ``health_interval``, and keeps its tool list fresh
+(``notifications/tools/list_changed`` marks it stale).  A server that fails
+to start is left out (its tools are missing) and the reason is kept in
+:attr:`ToolRegistry.errors` and logged; the other servers work as usual.
+:meth:`ToolRegistry.status` reports each server's state for a health
+endpoint, :meth:`ToolRegistry.stats` its counters.
 
-Supervision.  A server that stops is restarted with an exponential backoff,
-at most ``max_restarts`` times in ``restart_window`` seconds, then reported
-failed (with its exit code and the end of its stderr) until
-``retry_failed_after``; with ``idle_timeout`` an unused session is closed
-and started again on its next use; with ``health_interval`` a running
-session is pinged and restarted when it does not answer.  A call made while
-its server (re)starts waits no longer than its own deadline, or fails with
-:class:`~jsonrpc_threads.errors.ServerUnavailable`.  :meth:`ToolRegistry.status`
-reports each server's state for a health endpoint, :meth:`ToolRegistry.stats`
-its counters.
+The registry names every server's tools for the model (:mod:`.naming`:
+``mcp__<server>__<tool>``) in its routing table (:mod:`.tool_index`), and
+runs a model's tool calls (:mod:`.model_calls`: every failure a tool
+message, never an exception); the formats are :mod:`.llm_formats`.  Calls to
+one server are pipelined on its one session, never queued behind a lock.
+
+Deadlines.  Every public call makes its deadline as it enters (its
+``timeout``, else the server's ``timeout``, else ``default_timeout``) and
+every step it triggers spends what is left: the lookup of a tool's name
+(which may start servers and fetch their lists), the wait for a start or a
+restart, the call itself.  A start is shared by every caller (one flight on a
+background worker, bounded by ``startup_timeout``); each waits for it no
+longer than its own deadline, or fails with
+:class:`~jsonrpc_threads.mcp.errors.ServerUnavailable`, and the start goes on
+for the others.
 
 Fork.  In a process forked after the registry was made (gunicorn
 ``--preload``, uWSGI, ``multiprocessing``), the registry lets go of the
 parent's sessions (closing only this process's copies of their pipes and
 sockets: the parent's servers live on) and starts its own on first use.
-
-This module is the facade.  It names every server's tools for the model
-(:mod:`jsonrpc_threads.mcp.naming`: ``mcp__<server>__<tool>``, kept as the
-server spells it when it fits ``[A-Za-z0-9_-]{1,64}``, rewritten stably
-otherwise), rebuilding the names whenever a supervisor's list changes, and
-routes a model's tool call to the server behind its name.  The formats of tool
-lists, tool calls and tool messages are :mod:`jsonrpc_threads.mcp.llm_formats`.
-
-Calls.  :meth:`ToolRegistry.execute` takes a tool call in the OpenAI chat
-format, the Anthropic ``tool_use`` format or the OpenAI Responses
-``function_call`` format, runs ``tools/call`` on the right server, and returns
-the matching tool message.  Every failure (bad JSON arguments, an unknown
-tool, a server that cannot start, a timeout, a server that crashed, a
-protocol error, an ``isError`` result) becomes a tool message that says what
-went wrong: an agent loop never gets an exception from a bad call.
-:meth:`ToolRegistry.execute_all` runs many calls at once on short-lived
-threads; calls to one server are pipelined on its one session (never queued
-behind a lock), and the messages come back in the order of the calls.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .. import _fork
 from .._closing import Closing
-from .._deadlines import UseDefault, check_timeout, deadline_after
-from ..client import DEFAULT_TIMEOUT, Timeout
-from ..errors import JsonRpcError, ServerUnavailable, UnknownServer, UnknownTool
-from ..observe import STAT_KEYS, ToolTracing, WireMessage, add_stats
+from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
+from ..errors import JsonRpcError
+from ..observe import STAT_KEYS, WireMessage, add_stats
 from ..transports.config import build_transport
 from .background import Background
 from .config import McpConfig, PathOrMapping, load_config
-from .llm_formats import (
-    RegistryTool,
-    anthropic_tool,
-    error_message,
-    explain_failure,
-    explain_lookup,
-    model_visible,
-    openai_tool,
-    parse_tool_call,
-    registry_tool,
-    result_text,
-    tool_message,
-)
+from .errors import ServerUnavailable, UnknownServer, UnknownTool
+from .llm_formats import RegistryTool, result_text
+from .model_calls import ModelToolCalls
 from .naming import (
     MAX_TOOL_NAME_CHARS,
     NAME_HASH_CHARS,
     NAME_HASH_PREFIX_CHARS,
     TOOL_NAME_PATTERN,
-    ToolKey,
     assign_names,
     namespaced_name,
-    server_prefix,
 )
+from .progress import ProgressCallback
 from .restarts import (
     DEFAULT_MAX_RESTART_BACKOFF_S,
     DEFAULT_MAX_RESTARTS,
@@ -95,16 +71,11 @@ from .restarts import (
     DEFAULT_RESTART_WINDOW_S,
     RestartPolicy,
 )
-from .session import McpClient, ProgressCallback
-from .supervisor import (
-    DEFAULT_HEALTH_TIMEOUT_S,
-    ServerSupervisor,
-    Settings,
-    TransportFactory,
-    refresh_all,
-    stop_all,
-)
-from .types import CallToolResult, Tool
+from .session import McpClient
+from .supervision import DEFAULT_HEALTH_TIMEOUT_S, Settings, TransportFactory, refresh_all, stop_all
+from .supervisor import ServerSupervisor
+from .tool_index import ToolIndex
+from .types import CallToolResult
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +103,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_fork_lock)
 
 
-class ToolRegistry(Closing):
+class ToolRegistry(Closing, ModelToolCalls):
     """The tools of many MCP servers, for a model; calls routed to the right server.
 
     Thread-safe: every method may be called from any number of threads at once.
@@ -146,7 +117,9 @@ class ToolRegistry(Closing):
         eager: start every server now (concurrently) instead of on first use.
         default_timeout: seconds a tool call may take when neither the call
             nor the server's ``timeout`` says otherwise; ``None`` waits forever.
-        startup_timeout: seconds for ``initialize`` and the first ``tools/list``.
+        startup_timeout: seconds a server's start may take in all (spawn or
+            connect, ``initialize``, the first ``tools/list``); a call waits
+            for a start no longer than its own deadline.
         retry_failed_after: seconds before a server that failed to start is
             tried again on its next use (``None``: never).
         max_concurrency: the most calls :meth:`execute_all` runs at once.
@@ -166,8 +139,9 @@ class ToolRegistry(Closing):
         restart_backoff: seconds before the first restart; each stop in the
             window doubles it, up to ``max_restart_backoff``.
         max_restart_backoff: the longest wait before a restart.
-        idle_timeout: seconds a server may go unused before its session is
-            closed (it starts again on its next use); ``None``: never.
+        idle_timeout: seconds a server's session may go without a call running
+            on it (through the registry or through :meth:`session`) before it
+            is closed (it starts again on its next use); ``None``: never.
         health_interval: seconds between health pings of each running server
             (one that does not answer within ``health_timeout`` is restarted);
             ``None``: no pings.
@@ -213,27 +187,24 @@ class ToolRegistry(Closing):
         self.max_concurrency = max_concurrency
         self.source = config.source
         policy = RestartPolicy(max_restarts, restart_window, restart_backoff, max_restart_backoff)
-        self._settings = Settings(
-            default_timeout,
-            startup_timeout,
-            retry_failed_after,
-            client_info,
+        self._settings = Settings.checked(
+            default_timeout=default_timeout,
+            startup_timeout=startup_timeout,
+            retry_failed_after=retry_failed_after,
+            client_info=client_info,
             policy=policy,
-            idle_timeout=_positive_or_none(idle_timeout, "idle_timeout"),
-            health_interval=_positive_or_none(health_interval, "health_interval"),
-            health_timeout=check_timeout(health_timeout, "health_timeout") or DEFAULT_HEALTH_TIMEOUT_S,
-            tracing=_tracing(tracing),
+            idle_timeout=idle_timeout,
+            health_interval=health_interval,
+            health_timeout=health_timeout,
+            tracing=tracing,
             wire_trace=wire_trace,
-            background=Background(max_concurrency, "jsonrpc-registry"),
+            workers=max_concurrency,
         )
         factory = transport_factory or functools.partial(build_transport, inherit_env=inherit_env)
-        # _lock guards _closed, _names, _entries and _built (each supervisor guards its own state).
+        # _lock guards _closed (each supervisor guards its own state, the index its table).
         self._lock = threading.Lock()
         self._closed = False
         self._made_in = _fork.generation  # a fork resets the registry on its first use there
-        self._names: Dict[str, Tuple[ServerSupervisor, str]] = {}
-        self._entries: List[RegistryTool] = []
-        self._built: List[int] = []  # each supervisor's listing_version() when _entries was built
         self._servers: Dict[str, ServerSupervisor] = {}
         for name in config.names:
             self._servers[name] = ServerSupervisor(
@@ -247,40 +218,21 @@ class ToolRegistry(Closing):
             )
             if name in config.errors:
                 logger.warning("%s", config.errors[name])
+        self._index = ToolIndex(list(self._servers.values()))
         if eager:
             self.start()
 
     @classmethod
     def from_config(
-        cls,
-        path_or_mapping: PathOrMapping,
-        *,
-        eager: bool = False,
-        default_timeout: Optional[float] = DEFAULT_CALL_TIMEOUT_S,
-        startup_timeout: Optional[float] = DEFAULT_STARTUP_TIMEOUT_S,
-        retry_failed_after: Optional[float] = DEFAULT_RETRY_FAILED_AFTER_S,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-        client_info: Optional[Mapping[str, Any]] = None,
-        inherit_env: bool = False,
-        transport_factory: Optional[TransportFactory] = None,
-        on_tools_changed: Optional[Callable[[str], None]] = None,
-        environ: Optional[Mapping[str, str]] = None,
-        max_restarts: int = DEFAULT_MAX_RESTARTS,
-        restart_window: float = DEFAULT_RESTART_WINDOW_S,
-        restart_backoff: float = DEFAULT_RESTART_BACKOFF_S,
-        max_restart_backoff: float = DEFAULT_MAX_RESTART_BACKOFF_S,
-        idle_timeout: Optional[float] = None,
-        health_interval: Optional[float] = None,
-        health_timeout: float = DEFAULT_HEALTH_TIMEOUT_S,
-        tracing: Any = False,
-        wire_trace: Optional[Callable[[str, WireMessage], object]] = None,
+        cls, path_or_mapping: PathOrMapping, *, environ: Optional[Mapping[str, str]] = None, **options: Any
     ) -> ToolRegistry:
         """Build a registry from an ``mcpServers`` file (a path) or mapping.
 
         Args:
             path_or_mapping: the JSON file's path, or the parsed object.
             environ: where ``${VAR}`` comes from (``os.environ`` by default).
-            others: as for the class.
+            options: the keyword arguments of the class (``eager``,
+                ``default_timeout``, ``startup_timeout``, ...).
 
         Returns:
             The registry; nothing is started unless ``eager``.
@@ -289,28 +241,9 @@ class ToolRegistry(Closing):
             ConfigError: the file cannot be read or has no ``mcpServers``
                 object.  A bad *entry* raises nothing: that server is
                 unavailable, and :attr:`errors` says why.
+            TypeError: an option the class does not take.
         """
-        return cls(
-            load_config(path_or_mapping, environ=environ),
-            eager=eager,
-            default_timeout=default_timeout,
-            startup_timeout=startup_timeout,
-            retry_failed_after=retry_failed_after,
-            max_concurrency=max_concurrency,
-            client_info=client_info,
-            inherit_env=inherit_env,
-            transport_factory=transport_factory,
-            on_tools_changed=on_tools_changed,
-            max_restarts=max_restarts,
-            restart_window=restart_window,
-            restart_backoff=restart_backoff,
-            max_restart_backoff=max_restart_backoff,
-            idle_timeout=idle_timeout,
-            health_interval=health_interval,
-            health_timeout=health_timeout,
-            tracing=tracing,
-            wire_trace=wire_trace,
-        )
+        return cls(load_config(path_or_mapping, environ=environ), **options)
 
     # -- settings (read by every server on its next start or call) ----------------------
 
@@ -321,16 +254,16 @@ class ToolRegistry(Closing):
 
     @default_timeout.setter
     def default_timeout(self, value: Optional[float]) -> None:
-        self._settings.default_timeout = value
+        self._settings.default_timeout = check_timeout(value, "default_timeout")
 
     @property
     def startup_timeout(self) -> Optional[float]:
-        """Seconds for ``initialize`` and the first ``tools/list`` of a start."""
+        """Seconds a server's start may take in all (spawn or connect, ``initialize``, the first ``tools/list``)."""
         return self._settings.startup_timeout
 
     @startup_timeout.setter
     def startup_timeout(self, value: Optional[float]) -> None:
-        self._settings.startup_timeout = value
+        self._settings.startup_timeout = check_timeout(value, "startup_timeout")
 
     @property
     def retry_failed_after(self) -> Optional[float]:
@@ -398,8 +331,9 @@ class ToolRegistry(Closing):
             ``{server: {"calls", "errors", "timeouts", "cancels", "pending",
             "restarts"}, ..., "*": {...}}``: the requests sent to the server
             over all its sessions (``initialize``, ``tools/list`` and health
-            pings included) as ``JsonRpcClient.stats()`` counts them, and its
-            restarts.
+            pings included) as ``McpClient.stats()`` counts them (the
+            ``server/discover`` probe that only told the era is no error), and
+            its restarts.
         """
         self._check_fork()
         result: Dict[str, Dict[str, int]] = {}
@@ -413,6 +347,8 @@ class ToolRegistry(Closing):
     def start(self, servers: Optional[Sequence[str]] = None) -> Dict[str, str]:
         """Start the servers (all by default) that are not running, concurrently, and list their tools.
 
+        Bounded by ``startup_timeout`` in all.
+
         Returns:
             :attr:`errors` afterwards.
 
@@ -420,67 +356,33 @@ class ToolRegistry(Closing):
             UnknownServer: a name is not in the configuration.
         """
         self._check_fork()
+        deadline = Deadline.after(self._settings.startup_timeout)
         chosen = [self._server(name) for name in servers] if servers is not None else list(self._servers.values())
-        refresh_all(chosen, max_concurrency=self.max_concurrency)
+        refresh_all(chosen, deadline, max_concurrency=self.max_concurrency)
         return self.errors
 
-    def session(self, server: str) -> McpClient:
+    def session(self, server: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> McpClient:
         """The running session of ``server`` (started now if needed), for resources, prompts, ...
+
+        A call made on it holds it in use while it runs (``idle_timeout``
+        never closes it then); between calls it may be closed for being idle,
+        and a later call on it fails with ``TransportClosed``: ask for the
+        session again for each use.
+
+        Args:
+            server: the server's name in the configuration.
+            timeout: how long to wait for its start; ``startup_timeout`` by default.
 
         Raises:
             UnknownServer: the name is not in the configuration.
             ConfigError: the server's entry is unusable.
-            ServerUnavailable: the server failed to start, or is failed (see :meth:`status`).
+            ServerUnavailable: the server failed to start, or is failed (see
+                :meth:`status`), or was not up within ``timeout``.
         """
         self._check_fork()
-        return self._server(server).session()
+        return self._server(server).session(Deadline.after(timeout, self._settings.startup_timeout))
 
     # -- tools --------------------------------------------------------------------------
-
-    def tools(self) -> List[RegistryTool]:
-        """Every tool of every available server, in configuration order.
-
-        Starts the servers not started yet (concurrently) and fetches again
-        the lists that changed.  A server that cannot start contributes no
-        tools (see :attr:`errors`); one that restarts or idles keeps offering
-        the tools it had.
-        """
-        self._check_fork()
-        refresh_all(list(self._servers.values()), max_concurrency=self.max_concurrency)
-        with self._lock:
-            current = self._built == [server.listing_version() for server in self._servers.values()]
-            if current:
-                return list(self._entries)
-        # A list changed and its supervisor's own rebuild has not run yet (it runs on
-        # the thread that saw the change): rebuild now, so the answer matches status().
-        self._rebuild_names()
-        with self._lock:
-            return list(self._entries)
-
-    def openai_tools(self) -> List[Dict[str, Any]]:
-        """The tools for OpenAI function calling.
-
-        Returns:
-            ``[{"type": "function", "function": {"name", "description", "parameters"}}]``.
-        """
-        return [openai_tool(tool) for tool in self.tools()]
-
-    def anthropic_tools(self) -> List[Dict[str, Any]]:
-        """The tools for the Anthropic Messages API: ``[{"name", "description", "input_schema"}]``."""
-        return [anthropic_tool(tool) for tool in self.tools()]
-
-    def resolve(self, name: str) -> Tuple[str, str]:
-        """The ``(server, tool)`` behind a namespaced name.
-
-        Starts only the servers the name could belong to (by its prefix).
-
-        Raises:
-            UnknownTool: no server offers it.
-            ServerUnavailable, ConfigError: the server it belongs to cannot start.
-        """
-        self._check_fork()
-        server, tool = self._resolve(name)
-        return server.name, tool
 
     # -- calls --------------------------------------------------------------------------
 
@@ -500,8 +402,9 @@ class ToolRegistry(Closing):
             tool: the tool's name as the server spells it.
             arguments: the tool's arguments.
             timeout: seconds for the whole call (a wait for the server to start
-                or restart included); by default the server's ``timeout``,
-                else the registry's ``default_timeout``; ``None`` waits forever.
+                or restart, and a fetch of its tools, included); by default the
+                server's ``timeout``, else the registry's ``default_timeout``;
+                ``None`` waits forever.
             on_progress: ``callback(params)`` for each progress notification.
 
         Returns:
@@ -515,70 +418,9 @@ class ToolRegistry(Closing):
         """
         self._check_fork()
         supervisor = self._server(server)
-        supervisor.ensure_tool(tool, _deadline_of(supervisor, timeout))
-        return supervisor.call_tool(tool, arguments, timeout, on_progress)
-
-    def execute(self, tool_call: Any, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
-        """Run one tool call from a model and return the message for the next turn.
-
-        Accepted calls (dicts, or SDK objects with ``model_dump()``):
-
-        - OpenAI chat: ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``
-          -> ``{"role": "tool", "tool_call_id", "content": "<text>"}``;
-        - Anthropic: ``{"type": "tool_use", "id", "name", "input": {...}}``
-          -> ``{"type": "tool_result", "tool_use_id", "content": [blocks], "is_error"?: True}``;
-        - OpenAI Responses: ``{"type": "function_call", "call_id", "name", "arguments"}``
-          -> ``{"type": "function_call_output", "call_id", "output": "<text>"}``.
-
-        Never raises for a bad call: malformed arguments, an unknown tool, an
-        unavailable server, a timeout, a crash, a protocol error or an
-        ``isError`` result each give a message whose text starts with
-        ``Error:`` and says what went wrong (Anthropic: also ``is_error``).
-
-        Args:
-            tool_call: the call.
-            timeout: as for :meth:`call_tool`.
-        """
-        self._check_fork()
-        call = parse_tool_call(tool_call)
-        if call.problem is not None:
-            return error_message(call, f"{call.problem}.")
-        assert call.arguments is not None
-        try:
-            server, tool = self._resolve(call.name)
-        except JsonRpcError as exc:
-            return error_message(call, explain_lookup(call.name, exc))
-        except Exception as exc:
-            logger.exception("looking up tool %r failed", call.name)
-            return error_message(call, f"looking up {call.name!r} failed ({type(exc).__name__}).")
-        try:
-            result = server.call_tool(tool, call.arguments, timeout, None)
-        except JsonRpcError as exc:
-            return error_message(call, explain_failure(server.name, tool, exc, registry_closed=self._closed))
-        except Exception as exc:
-            logger.exception("tool %r on server %r failed", tool, server.name)
-            text = f"the call to tool {tool!r} on server {server.name!r} failed ({type(exc).__name__}: {exc})."
-            return error_message(call, text)
-        if not isinstance(result, Mapping):
-            text = f"server {server.name!r} answered tool {tool!r} with something that is not a result."
-            return error_message(call, text)
-        is_error = result.get("isError") is True
-        return tool_message(call, text=result_text(result), is_error=is_error, result=result)
-
-    def execute_all(self, tool_calls: Sequence[Any], *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
-        """Run tool calls concurrently; return their messages in the order of the calls.
-
-        Up to ``max_concurrency`` calls run at once, on threads that end when
-        this returns.  Calls to the same server are pipelined on its session.
-        Never raises for a bad call (see :meth:`execute`).
-        """
-        calls = list(tool_calls)
-        if len(calls) <= 1:
-            return [self.execute(call, timeout=timeout) for call in calls]
-        workers = min(len(calls), self.max_concurrency)
-        with ThreadPoolExecutor(workers, thread_name_prefix="jsonrpc-registry-call") as pool:
-            futures = [pool.submit(self.execute, call, timeout=timeout) for call in calls]
-            return [future.result() for future in futures]
+        deadline = Deadline.after(timeout, supervisor.call_timeout())
+        supervisor.ensure_tool(tool, deadline)
+        return supervisor.call_tool(tool, arguments, deadline, on_progress)
 
     def close(self) -> None:
         """Close every session this registry started (and reclaim their processes).
@@ -622,67 +464,7 @@ class ToolRegistry(Closing):
 
     def _rebuild_names(self) -> None:
         # Called by a supervisor whose tool list changed (it holds no lock).
-        with self._lock:
-            pairs: List[ToolKey] = []
-            tools: Dict[ToolKey, Tuple[ServerSupervisor, Tool]] = {}
-            built: List[int] = []
-            for server in self._servers.values():
-                listed, version = server.listing()
-                built.append(version)
-                for tool in listed:
-                    name = tool.get("name") if isinstance(tool, dict) else None
-                    if not isinstance(name, str) or not model_visible(tool):
-                        continue  # unnamed, or for an MCP App's eyes only
-                    pair = (server.name, name)
-                    if pair not in tools:
-                        pairs.append(pair)
-                        tools[pair] = (server, tool)
-            names = assign_names(pairs)
-            self._names = {names[pair]: (tools[pair][0], pair[1]) for pair in pairs}
-            self._entries = [registry_tool(names[pair], pair[0], tools[pair][1]) for pair in pairs]
-            self._built = built
-
-    def _resolve(self, name: str) -> Tuple[ServerSupervisor, str]:
-        with self._lock:
-            hit = self._names.get(name)
-        if hit is not None:
-            return hit
-        candidates = [server for server in self._servers.values() if name.startswith(server_prefix(server.name))]
-        # Start the servers it could belong to; fetch again the lists already known
-        # (a tool may have appeared without a list_changed notification).
-        refresh_all(
-            [server for server in candidates if server.config is not None],
-            refresh=True,
-            max_concurrency=self.max_concurrency,
-        )
-        with self._lock:
-            hit = self._names.get(name)
-        if hit is not None:
-            return hit
-        failures = [error for error in (server.failure() for server in candidates) if error is not None]
-        if failures:
-            raise copy.copy(failures[0])
-        raise UnknownTool(name)
-
-
-def _positive_or_none(value: Optional[float], name: str) -> Optional[float]:
-    seconds = check_timeout(value, name)
-    if seconds is not None and seconds <= 0:
-        raise ValueError(f"{name} must be > 0 (or None), not {value!r}")
-    return seconds
-
-
-def _tracing(tracing: Any) -> Optional[ToolTracing]:
-    if tracing is False or tracing is None:
-        return None
-    return ToolTracing(None if tracing is True else tracing)
-
-
-def _deadline_of(supervisor: ServerSupervisor, timeout: Timeout) -> Optional[float]:
-    """The deadline of a call with ``timeout`` (its default as the supervisor's), checked as it enters."""
-    if isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
-        return deadline_after(supervisor._call_timeout())
-    return deadline_after(check_timeout(timeout))
+        self._index.rebuild()
 
 
 __all__ = [

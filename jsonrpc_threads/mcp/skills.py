@@ -33,10 +33,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Set, Tuple, Union
 
-from ..errors import ProtocolError, SkillVerificationError
+from .errors import ProtocolError, SkillVerificationError
 
 if TYPE_CHECKING:
-    from .session import McpClient
+    from .catalog import CatalogCalls
 
 MISSING_EXTRA = "skill frontmatter is YAML: install the 'skills' extra, pip install 'jsonrpc_threads[skills]'"
 DYNAMIC = "dynamic"
@@ -57,7 +57,7 @@ class LoadedSkill:
     entry: Dict[str, Any]
     text: str
     frontmatter: Dict[str, Any]
-    _client: McpClient = field(repr=False, compare=False)
+    _client: CatalogCalls = field(repr=False, compare=False)
 
     @property
     def uri(self) -> str:
@@ -98,7 +98,7 @@ class LoadedSkill:
         return text if text is not None else data
 
 
-def list_skills(client: McpClient, *, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+def list_skills(client: CatalogCalls, *, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
     """Every skill entry of the server (``skills/list``, all pages); no file is read."""
     entries: List[Dict[str, Any]] = []
     cursor: Optional[str] = None
@@ -115,7 +115,7 @@ def list_skills(client: McpClient, *, timeout: Optional[float] = None) -> List[D
         seen.add(cursor)
 
 
-def get_skill(client: McpClient, uri: str, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+def get_skill(client: CatalogCalls, uri: str, *, timeout: Optional[float] = None) -> Dict[str, Any]:
     """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``)."""
     result = client.request("skills/get", {"uri": uri}, **_timeout(timeout))
     skill = result.get("skill") if isinstance(result, dict) else None
@@ -125,7 +125,7 @@ def get_skill(client: McpClient, uri: str, *, timeout: Optional[float] = None) -
 
 
 def load_skill(
-    client: McpClient, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Optional[float] = None
+    client: CatalogCalls, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Optional[float] = None
 ) -> LoadedSkill:
     """Read a skill's ``SKILL.md`` and verify it against the skill's entry.
 
@@ -205,7 +205,7 @@ def _listed(listing: Any, uri: str) -> Optional[Tuple[int, str]]:
     return None
 
 
-def _read(client: McpClient, uri: str, timeout: Optional[float]) -> Tuple[bytes, Optional[str]]:
+def _read(client: CatalogCalls, uri: str, timeout: Optional[float]) -> Tuple[bytes, Optional[str]]:
     """The raw bytes of a resource (and its text, when it came as text)."""
     result = client.request("resources/read", {"uri": uri}, **_timeout(timeout))
     contents = result.get("contents") if isinstance(result, dict) else None

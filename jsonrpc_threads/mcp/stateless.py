@@ -31,17 +31,19 @@ import logging
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ..errors import HEADER_MISMATCH, ProtocolError, RemoteError, StreamLost, UnsupportedProtocolVersion, error_from_mcp
+from ..errors import RemoteError, StreamLost
 from . import protocol
 from .cache import ResultCache
 from .client_features import ClientFeatures
+from .errors import HEADER_MISMATCH, ProtocolError, UnsupportedProtocolVersion, error_from_mcp
 from .http_headers import NO_HEADERS, HeaderPlan, header_plan, message_headers
 from .mrtr import MAX_INPUT_ROUNDS, answer_input_requests, retry_params
 from .types import Tool
 
 logger = logging.getLogger(__name__)
 
-#: ``send(method, params, timeout, headers) -> result``: one request of the session, blocking.
+#: ``send(method, params, deadline, headers) -> result``: one request of the session, blocking, within
+#: ``deadline`` (the :class:`~jsonrpc_threads._deadlines.Deadline` of the call it belongs to).
 Send = Callable[[str, Optional[Dict[str, Any]], Any, Optional[Mapping[str, str]]], Any]
 
 
@@ -54,7 +56,7 @@ class StatelessRequests:
         tasks: declare the tasks extension (a ``task`` result goes to the caller).
         cache: where results with caching hints are kept (``None``: nothing is).
         over_http: tells whether the transport takes message headers (Streamable HTTP).
-        refresh_tools: lists the tools again (after a ``HeaderMismatch``).
+        refresh_tools: lists the tools again (``refresh_tools(deadline)``, after a ``HeaderMismatch``).
         label: for log lines.
     """
 
@@ -127,7 +129,7 @@ class StatelessRequests:
         return full, headers
 
     def once(
-        self, send: Send, method: str, params: Optional[Mapping[str, Any]], timeout: Any, version: Optional[str] = None
+        self, send: Send, method: str, params: Optional[Mapping[str, Any]], deadline: Any, version: Optional[str] = None
     ) -> Any:
         """One request, as it is, in ``version`` (default: this client's): no cache, no retry.
 
@@ -138,12 +140,15 @@ class StatelessRequests:
         """
         full, headers = self.prepare(method, params, version)
         try:
-            return send(method, full, timeout, headers)
+            return send(method, full, deadline, headers)
         except RemoteError as exc:
             raise error_from_mcp(exc) from None
 
-    def request(self, send: Send, method: str, params: Optional[Dict[str, Any]], timeout: Any) -> Any:
+    def request(self, send: Send, method: str, params: Optional[Dict[str, Any]], deadline: Any) -> Any:
         """One request of the caller, through every round it takes (see the module docstring).
+
+        Every round, and the tools' refresh after a ``HeaderMismatch``, spends
+        what is left of the one ``deadline``.
 
         Raises:
             ProtocolError: an answer the protocol forbids (an unknown ``resultType``,
@@ -163,7 +168,7 @@ class StatelessRequests:
         for _ in range(MAX_INPUT_ROUNDS):
             full, headers = self.prepare(method, round_params, version)
             try:
-                result = send(method, full, timeout, headers)
+                result = send(method, full, deadline, headers)
             except StreamLost:
                 if resent:
                     raise
@@ -184,7 +189,7 @@ class StatelessRequests:
                     retried_headers = True  # the tool's schema may have changed: learn it again
                     if cache is not None:
                         cache.invalidate(("tools/list",))
-                    self._refresh_tools(timeout)
+                    self._refresh_tools(deadline)
                     continue
                 raise error from None
             kind = protocol.result_type(result)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import CancelledError, Future
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import RemoteError, TransportClosed
 from .protocol import META_SUBSCRIPTION_ID
@@ -134,6 +134,10 @@ class Subscriptions:
         current.acked.set()
         logger.debug("%s: subscription %r acknowledged: %r", self._label, subscription, current.honoured)
 
+    def register(self, rpc: Any) -> None:
+        """Route the ``notifications/subscriptions/acknowledged`` of ``rpc`` (a ``JsonRpcClient``) here."""
+        rpc.on_notification("notifications/subscriptions/acknowledged", self.acknowledged)
+
     def close(self) -> None:
         """End the subscription for good (the client is closing).  Idempotent."""
         with self._lock:
@@ -195,4 +199,40 @@ class Subscriptions:
         self._start(listen.filters)
 
 
-__all__ = ["ACK_WAIT_S", "MAX_REOPENS", "Subscriptions"]
+class ListenFilter:
+    """What the client's ``subscriptions/listen`` asks for: the list-changed callbacks given, and the resources.
+
+    Args:
+        tools, resources, prompts: whether a callback for that list's changes was given.
+
+    Thread-safety: every method may be called from any thread (one lock).
+    """
+
+    def __init__(self, *, tools: bool, resources: bool, prompts: bool) -> None:
+        self._lists = {"toolsListChanged": tools, "promptsListChanged": prompts, "resourcesListChanged": resources}
+        # _lock guards _resources.
+        self._lock = threading.Lock()
+        self._resources: List[str] = []
+
+    def add(self, uri: str) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri`` too."""
+        with self._lock:
+            if uri not in self._resources:
+                self._resources.append(uri)
+
+    def remove(self, uri: str) -> None:
+        """No longer ask about ``uri``."""
+        with self._lock:
+            if uri in self._resources:
+                self._resources.remove(uri)
+
+    def filters(self) -> Dict[str, Any]:
+        """The ``notifications`` filter of the listen request (empty: nothing to listen for)."""
+        filters: Dict[str, Any] = {name: True for name, wanted in self._lists.items() if wanted}
+        with self._lock:
+            if self._resources:
+                filters["resourceSubscriptions"] = list(self._resources)
+        return filters
+
+
+__all__ = ["ACK_WAIT_S", "MAX_REOPENS", "ListenFilter", "Subscriptions"]

@@ -14,36 +14,43 @@ asks the server to stop (cooperatively).
 :class:`TaskRunner` does the polling.  :meth:`TaskRunner.wait` polls on the
 calling thread (a blocking ``call_tool``); :meth:`TaskRunner.submit` returns
 a :class:`TaskFuture`, a ``concurrent.futures.Future`` polled on the
-runner's own workers (``jsonrpc-mcp-tasks[<label>]-N``): its result is the
-request's result, ``future.cancel()`` sends ``tasks/cancel``, and
-``future.task_id`` names the task once the server made one.  Input handlers
-run on the thread that polls, never on a reader or timer thread.  Every wait
-between polls is bounded by the request's deadline and wakes at once when the
-future is cancelled or the runner closes.
+runner's own workers (``jsonrpc-mcp-tasks[<label>]-N``).  Every wait is
+bounded by the call's one deadline (each poll by what is left of it, and
+:data:`TASK_REQUEST_TIMEOUT_S`) and wakes at once when the future is
+cancelled or the runner closes; a submitted call's deadline is also kept by
+a timer, so its future settles on time even while every worker is busy.
+
+Cancelling.  ``future.cancel()`` before the server made a task withdraws the
+request in flight (the server gets ``notifications/cancelled``); once the
+task exists, from ``cancel()`` or as soon as its id arrives, ``tasks/cancel``
+is sent, once.
+
+User code never runs on the polling workers: a :class:`TaskFuture`'s
+done-callbacks run where a request future's do, on the caller's thread when
+the caller settles it (its own ``cancel()``) and on the runner's callback
+workers (``jsonrpc-mcp-task-callback[<label>]-N``) when the library settles it,
+so callbacks that block hold up other callbacks at worst, never a poll or a
+deadline.  Input handlers run on the thread that polls, never on a reader or
+timer thread.
 
 Thread-safety: every method may be called from any thread.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
-from typing import Any, Callable, Dict, Optional, Set
+from typing import Any, Callable, Dict, Optional, Set, Tuple
 
-from .._deadlines import wait_slice
+from .._deadlines import Deadline, wait_slice
+from .._scheduler import default_scheduler
 from .._workers import PoolClosed, WorkerPool
-from ..errors import (
-    INTERNAL_ERROR,
-    JsonRpcError,
-    ProtocolError,
-    RemoteError,
-    RequestTimeout,
-    TransportClosed,
-    error_from_response,
-)
+from ..errors import INTERNAL_ERROR, JsonRpcError, RemoteError, RequestTimeout, TransportClosed, error_from_response
 from .client_features import ClientFeatures
+from .errors import ProtocolError
 from .mrtr import answer_input_requests
 from .protocol import RESULT_TASK
 
@@ -54,17 +61,30 @@ DEFAULT_POLL_INTERVAL_S = 1.0
 #: Bounds on the poll interval, whatever the server suggests.
 MIN_POLL_INTERVAL_S = 0.05
 MAX_POLL_INTERVAL_S = 30.0
-#: Threads polling the tasks of :meth:`TaskRunner.submit` (more tasks queue).
+#: Threads polling the tasks of :meth:`TaskRunner.submit` (more tasks queue; their deadlines still hold).
 TASK_WORKERS = 8
-#: Deadline of one ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` request.
+#: Threads running the done-callbacks of the futures the runner settles.
+CALLBACK_WORKERS = 4
+#: The most one ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` may take (within the call's deadline).
 TASK_REQUEST_TIMEOUT_S = 30.0
-#: How long ``close()`` waits for the polling threads (their waits are woken at once).
+#: How long ``close()`` waits for the polling threads (their waits are woken at once), and for callbacks due.
 CLOSE_WAIT_S = 2.0
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
-#: ``request(method, params, timeout) -> result``: one request of the session, blocking.
-Requester = Callable[[str, Dict[str, Any], Optional[float]], Any]
+#: ``request(method, params, deadline) -> result``: one request of the session, blocking.
+Requester = Callable[[str, Dict[str, Any], Deadline], Any]
+#: Withdraws a request future (``JsonRpcClient.cancel``), with a reason.
+Withdraw = Callable[["Future[Any]", str], bool]
+
+
+class _Settling(threading.local):
+    """Per thread: True while the library settles a :class:`TaskFuture` (its user callbacks go to a worker)."""
+
+    active = False
+
+
+_settling = _Settling()
 
 
 def is_task(result: Any) -> bool:
@@ -76,9 +96,11 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     """The future of a request that the server may run as a task.
 
     Its result is the request's result (a task's inlined ``result``);
-    ``cancel()`` withdraws it and, once a task exists, sends ``tasks/cancel``
-    (in the background: ``cancel()`` never blocks).  Thread-safe, as any
-    ``concurrent.futures.Future``.
+    ``cancel()`` withdraws the request in flight or, once a task exists,
+    sends ``tasks/cancel`` (in the background: ``cancel()`` never blocks).
+    Done-callbacks run on the caller's thread when the caller cancels it,
+    on a callback worker of the client when the library settles it.
+    Thread-safe, as any ``concurrent.futures.Future``.
 
     Attributes:
         task_id: the task's id, once the server made one (``None`` before,
@@ -93,7 +115,19 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         self.status: Optional[str] = None
         self.wake = threading.Event()  # set by cancel(): a poll in progress stops waiting
         self._known = threading.Event()  # set once there is a task, or the future is done
-        self.add_done_callback(lambda _: self._known.set())
+        # _track_lock guards _request and _cancel_sent.
+        self._track_lock = threading.Lock()
+        self._request: Optional[Tuple[Future[Any], Withdraw]] = None  # the request in flight, before a task
+        self._cancel_sent = False
+        self.add_library_callback(lambda _: self._known.set())
+
+    def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
+        """Call ``fn(future)`` once it is done: see the class docstring for the thread it runs on."""
+        super().add_done_callback(functools.partial(_deliver, self._runner, fn))
+
+    def add_library_callback(self, fn: Callable[[Future[Any]], object]) -> None:
+        """A done-callback of the library's own (short, never blocking): it runs on the settling thread."""
+        super().add_done_callback(fn)
 
     def wait_for_task(self, timeout: Optional[float] = None) -> Optional[str]:
         """Wait until the server made a task of the call (or the call ended); its id, or ``None``.
@@ -103,19 +137,38 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         self._known.wait(timeout)
         return self.task_id
 
-    def _task_made(self, task_id: str) -> None:
-        self.task_id = task_id
-        self._known.set()
+    def track(self, request: Future[Any], withdraw: Withdraw) -> None:
+        """The call sent ``request``: a ``cancel()`` before there is a task withdraws it (a ``Tracker``)."""
+        with self._track_lock:
+            self._request = (request, withdraw)
+        if self.cancelled():
+            withdraw(request, "Cancelled by the caller")
 
     def cancel(self) -> bool:
-        """Withdraw the request; ask the server to cancel its task (when there is one)."""
+        """Withdraw the request in flight, or ask the server to cancel its task (when there is one)."""
         cancelled = super().cancel()
         if cancelled:
             self.wake.set()
-            task_id = self.task_id
-            if task_id is not None:
-                self._runner.cancel_later(task_id)
+            with self._track_lock:
+                request = self._request if self.task_id is None else None
+            if request is not None:
+                request[1](request[0], "Cancelled by the caller")
+            self._cancel_task()
         return cancelled
+
+    def _task_made(self, task_id: str) -> None:
+        self.task_id = task_id
+        self._known.set()
+        if self.cancelled():  # cancelled while the answer that made the task was on its way
+            self._cancel_task()
+
+    def _cancel_task(self) -> None:
+        with self._track_lock:
+            task_id = self.task_id
+            if task_id is None or self._cancel_sent:
+                return
+            self._cancel_sent = True
+        self._runner.cancel_later(task_id)
 
 
 class TaskRunner:
@@ -123,7 +176,7 @@ class TaskRunner:
 
     Args:
         request: sends one request of the session (with its ``_meta`` and
-            headers) and returns its result.
+            headers) within a deadline and returns its result.
         features: the client's handlers, for ``input_required`` tasks.
         label: for thread names and logs.
     """
@@ -134,12 +187,13 @@ class TaskRunner:
         self._label = label
         self._closing = threading.Event()
         self._pool = WorkerPool(TASK_WORKERS, f"jsonrpc-mcp-tasks[{label}]")
+        self._callbacks = WorkerPool(CALLBACK_WORKERS, f"jsonrpc-mcp-task-callback[{label}]")
         # _lock guards _running (the futures being polled, woken by close()).
         self._lock = threading.Lock()
         self._running: Set[TaskFuture] = set()
 
-    def submit(self, start: Callable[[], Any], deadline: Optional[float]) -> TaskFuture:
-        """Run ``start()`` (the original request) and poll its task, if it becomes one, in the background.
+    def submit(self, start: Callable[[TaskFuture], Any], deadline: Deadline) -> TaskFuture:
+        """Run ``start(future)`` (the original request) and poll its task, if it becomes one, in the background.
 
         Raises:
             TransportClosed: the runner is closed.
@@ -149,7 +203,10 @@ class TaskRunner:
             if self._closing.is_set():
                 raise TransportClosed("MCP client closed")
             self._running.add(future)
-        future.add_done_callback(self._forget)
+        future.add_library_callback(self._forget)
+        if deadline.at is not None:
+            timer = default_scheduler().call_later(deadline.remaining() or 0.0, self._expire, future, deadline)
+            future.add_library_callback(lambda _: timer.cancel())
         try:
             self._pool.submit(self._run, future, start, deadline)
         except PoolClosed:
@@ -160,7 +217,7 @@ class TaskRunner:
         with self._lock:
             self._running.discard(future)
 
-    def wait(self, created: Dict[str, Any], deadline: Optional[float], future: Optional[TaskFuture] = None) -> Any:
+    def wait(self, created: Dict[str, Any], deadline: Deadline, future: Optional[TaskFuture] = None) -> Any:
         """Poll the task ``created`` describes until it ends; return its result.
 
         Raises:
@@ -179,15 +236,14 @@ class TaskRunner:
             self.cancel_later(task_id)  # nobody waits for it any more
             raise
 
-    def _follow(
-        self, task_id: str, created: Dict[str, Any], deadline: Optional[float], future: Optional[TaskFuture]
-    ) -> Any:
+    def _follow(self, task_id: str, created: Dict[str, Any], deadline: Deadline, future: Optional[TaskFuture]) -> Any:
         task: Dict[str, Any] = created
         while True:
             status = task.get("status")
             if future is not None:
                 future.status = status if isinstance(status, str) else None
-                if future.cancelled():
+                if future.done():  # cancelled, or past its deadline: nobody waits for the task any more
+                    future._cancel_task()
                     return None
             if status in ("completed", "failed") and "result" not in task and "error" not in task:
                 # A CreateTaskResult never inlines the outcome: tasks/get has it.
@@ -206,11 +262,11 @@ class TaskRunner:
                 raise RemoteError(INTERNAL_ERROR, f"the server cancelled task {task_id}", task)
             if status == "input_required" and task.get("inputRequests"):
                 responses = answer_input_requests(self._features, task.get("inputRequests"))
-                self._request("tasks/update", {"taskId": task_id, "inputResponses": responses}, self._bound(deadline))
+                self._request("tasks/update", {"taskId": task_id, "inputResponses": responses}, _poll(deadline))
             elif status not in ("working", "input_required"):
                 raise ProtocolError(f"task {task_id} has an unknown status {status!r}", task)
             else:
-                self._pause(task, deadline, future, task_id)
+                self._pause(task, deadline, future)
             task = self._get(task_id, deadline)
 
     def cancel_later(self, task_id: str) -> None:
@@ -219,6 +275,14 @@ class TaskRunner:
             self._pool.submit(self._cancel_quietly, task_id)
         except PoolClosed:
             logger.debug("%s: tasks/cancel of %s not sent: closed", self._label, task_id)
+
+    def run_callback(self, fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
+        """Run a done-callback of a future the library settled, on a callback worker (what it raises is logged)."""
+        try:
+            self._callbacks.submit(fn, future)
+        except PoolClosed:  # settled after close (rare): a thread of its own
+            name = f"jsonrpc-mcp-task-callback[{self._label}]"
+            threading.Thread(target=fn, args=(future,), name=name, daemon=True).start()
 
     def close(self) -> None:
         """Stop polling: every waiting future fails with ``TransportClosed`` (bounded).  Idempotent."""
@@ -230,16 +294,17 @@ class TaskRunner:
         self._pool.shutdown(CLOSE_WAIT_S)
         for future in running:
             _settle(future, exc=TransportClosed("MCP client closed"))
+        self._callbacks.shutdown(CLOSE_WAIT_S, drain=True)
 
     # -- internals ----------------------------------------------------------------------
 
-    def _run(self, future: TaskFuture, start: Callable[[], Any], deadline: Optional[float]) -> None:
+    def _run(self, future: TaskFuture, start: Callable[[TaskFuture], Any], deadline: Deadline) -> None:
         # The future stays PENDING while the task runs (never RUNNING), so that
         # cancel() works until the very end; whoever settles it second loses quietly.
-        if future.cancelled():
+        if future.done():
             return
         try:
-            result = start()
+            result = start(future)
             if is_task(result):
                 result = self.wait(result, deadline, future)
         except BaseException as exc:
@@ -247,15 +312,18 @@ class TaskRunner:
             return
         _settle(future, result=result)
 
-    def _get(self, task_id: str, deadline: Optional[float]) -> Dict[str, Any]:
-        task = self._request("tasks/get", {"taskId": task_id}, self._bound(deadline))
+    def _expire(self, future: TaskFuture, deadline: Deadline) -> None:
+        # On the timer thread: settle, nothing more (user callbacks go to a callback worker).
+        _settle(future, exc=RequestTimeout("tools/call", None, deadline.timeout))
+        future.wake.set()
+
+    def _get(self, task_id: str, deadline: Deadline) -> Dict[str, Any]:
+        task = self._request("tasks/get", {"taskId": task_id}, _poll(deadline))
         if not isinstance(task, dict):
             raise ProtocolError(f"tasks/get of {task_id} answered with something that is not an object", task)
         return task
 
-    def _pause(
-        self, task: Dict[str, Any], deadline: Optional[float], future: Optional[TaskFuture], task_id: str
-    ) -> None:
+    def _pause(self, task: Dict[str, Any], deadline: Deadline, future: Optional[TaskFuture]) -> None:
         interval = task.get("pollIntervalMs")
         seconds = (
             float(interval) / 1000.0
@@ -263,48 +331,57 @@ class TaskRunner:
             else DEFAULT_POLL_INTERVAL_S
         )
         seconds = min(max(seconds, MIN_POLL_INTERVAL_S), MAX_POLL_INTERVAL_S)
-        if deadline is not None:
-            left = deadline - time.monotonic()
+        left = deadline.remaining()
+        if left is not None:
             if left <= 0:
-                raise RequestTimeout("tools/call", None, None)
+                raise RequestTimeout("tools/call", None, deadline.timeout)
             seconds = min(seconds, left)
         wake = future.wake if future is not None else self._closing
         wake.wait(wait_slice(time.monotonic() + seconds))
         if self._closing.is_set():
             raise TransportClosed("MCP client closed")
-        if future is not None and future.cancelled():
-            return
-
-    def _bound(self, deadline: Optional[float]) -> float:
-        if deadline is None:
-            return TASK_REQUEST_TIMEOUT_S
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise RequestTimeout("tools/call", None, None)
-        return min(TASK_REQUEST_TIMEOUT_S, left)
 
     def _cancel_quietly(self, task_id: str) -> None:
         try:
-            self._request("tasks/cancel", {"taskId": task_id}, TASK_REQUEST_TIMEOUT_S)
+            self._request("tasks/cancel", {"taskId": task_id}, Deadline.after(TASK_REQUEST_TIMEOUT_S))
         except JsonRpcError as exc:
             logger.debug("%s: tasks/cancel of %s failed: %s", self._label, task_id, exc)
 
 
+def _poll(deadline: Deadline) -> Deadline:
+    """One request of a task's polling: what is left of the call's deadline, at most :data:`TASK_REQUEST_TIMEOUT_S`."""
+    if deadline.expired:
+        raise RequestTimeout("tools/call", None, deadline.timeout)
+    return deadline.capped(TASK_REQUEST_TIMEOUT_S)
+
+
+def _deliver(runner: TaskRunner, fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
+    """A user's done-callback: on a callback worker when the library settles the future, else here."""
+    if _settling.active:
+        runner.run_callback(fn, future)
+    else:
+        fn(future)
+
+
 def _settle(future: TaskFuture, result: Any = None, exc: Optional[BaseException] = None) -> None:
+    _settling.active = True
     try:
         if exc is not None:
             future.set_exception(exc)
         else:
             future.set_result(result)
-    except InvalidStateError:  # cancelled meanwhile
+    except InvalidStateError:  # settled or cancelled meanwhile
         pass
+    finally:
+        _settling.active = False
 
 
 __all__ = [
+    "CALLBACK_WORKERS",
+    "CLOSE_WAIT_S",
     "DEFAULT_POLL_INTERVAL_S",
     "MAX_POLL_INTERVAL_S",
     "MIN_POLL_INTERVAL_S",
-    "CLOSE_WAIT_S",
     "TASK_REQUEST_TIMEOUT_S",
     "TASK_WORKERS",
     "TERMINAL",

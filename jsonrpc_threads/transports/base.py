@@ -34,10 +34,11 @@ a small protocol below; the client looks for them once, when it is made
   request timing out (the client puts it in :class:`RequestTimeout`);
 - :class:`SurvivesFork`: in a process forked after the transport was made,
   let go of this process's copies of its descriptors and nothing more (the
-  client calls it from ``close()`` there, instead of :meth:`Transport.close`);
-- :class:`SessionTransport`: what the MCP layer uses on Streamable HTTP (the
-  negotiated protocol version header, the session id, starting over, the
-  listen stream, and the stateless revision that has none of them).
+  client calls it from ``close()`` there, instead of :meth:`Transport.close`).
+
+A layer above may ask more of a transport through protocols of its own (the
+MCP layer's session, legacy fallback and revision): a transport satisfies
+them by its methods and attributes alone, and imports nothing of that layer.
 
 Message headers.  :meth:`Transport.send` and :meth:`DrivesCalls.drive_call`
 take ``headers``: metadata about this one message that the layer above
@@ -204,55 +205,6 @@ class SurvivesFork(Protocol):
         """
 
 
-@runtime_checkable
-class SessionTransport(Protocol):
-    """Optional: a transport with a server session (MCP Streamable HTTP).
-
-    ``stateless`` (False until the MCP layer sets it): the transport speaks the
-    stateless revision (2026-07-28) of Streamable HTTP: no session id is taken
-    from answers or sent, no listen stream opens, no DELETE is sent at close,
-    and a broken SSE answer is not resumed (its requests fail, to be sent
-    again as new requests).  The MCP layer sets it before its first request.
-    """
-
-    protocol_version: Optional[str]
-    stateless: bool
-
-    @property
-    def session_id(self) -> Optional[str]:
-        """The session the server assigned, or ``None``."""
-
-    def reset_session(self) -> None:
-        """Forget the session, so the next request starts a new one."""
-
-    def open_listen_stream(self, *, wait: Optional[float] = None) -> None:
-        """Open the stream for server-initiated messages (bounded by ``wait``)."""
-
-
-@runtime_checkable
-class HasLegacyTransport(Protocol):
-    """Optional: a transport whose server may speak an older transport at the same URL instead.
-
-    Streamable HTTP offers the HTTP+SSE transport of MCP 2024-11-05, for the
-    fallback the MCP layer makes when its first POST is refused.
-    """
-
-    def legacy_transport(self) -> Transport:
-        """A new, unstarted transport to the same server over the older transport (same settings)."""
-
-
-@runtime_checkable
-class RevisionBound(Protocol):
-    """Optional: a transport that an old protocol revision defines, and that carries only that era.
-
-    The HTTP+SSE transport exists only in MCP 2024-11-05: over it the MCP
-    layer speaks the ``initialize`` handshake, never the stateless revision.
-    """
-
-    #: The revision that defines the transport (``"2024-11-05"``).
-    revision: str
-
-
 class Capabilities(NamedTuple):
     """The optional capabilities of one transport, looked up once."""
 
@@ -270,11 +222,6 @@ def capabilities(transport: Transport) -> Capabilities:
         timeout_hint=transport.timeout_hint if isinstance(transport, ExplainsTimeouts) else None,
         release_in_fork=transport.release_in_fork if isinstance(transport, SurvivesFork) else None,
     )
-
-
-def session_of(transport: Any) -> Optional[SessionTransport]:
-    """``transport`` as a :class:`SessionTransport`, or ``None`` when it has no session."""
-    return transport if isinstance(transport, SessionTransport) else None
 
 
 def describe(transport: Any) -> str:
