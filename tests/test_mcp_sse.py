@@ -40,6 +40,8 @@ from .peers.sse_peer import SsePeer
 
 #: Upper bound for any single wait in these tests.
 WAIT_S = 20.0
+#: A short wait: what a step that should be at once may take on a loaded machine.
+SHORT_S = 0.5
 
 
 @pytest.fixture
@@ -107,6 +109,21 @@ def test_an_event_over_the_limit_fails_only_its_request(peer: SsePeer) -> None:
         # An oversized notification is dropped; its request still gets its (small) answer.
         assert client.call("oversized", {"bytes": 10_000}) == "ok"
         assert client.call("add", [1, 1]) == 2
+
+
+def test_an_oversized_event_fails_its_own_request_and_never_another(peer: SsePeer) -> None:
+    # Issue 37, item 4: the answer is written result first (as the TypeScript SDK does), and its
+    # result holds an "id" that is another pending request's.  That one must get its own answer.
+    with connect(peer.url_with(), default_timeout=WAIT_S, max_message_bytes=4096) as client:
+        innocent = client.request("gated", {"gate": "innocent", "result": "mine"})
+        started = time.monotonic()
+        with pytest.raises(MessageTooLarge):
+            params = {"bytes": 10_000, "result_first": True, "nested_id": innocent.request_id}
+            client.call("oversized", params, timeout=SHORT_S * 10)
+        assert time.monotonic() - started < SHORT_S * 10  # failed at once, not at its deadline
+        assert not innocent.done()
+        assert client.call("release", {"gate": "innocent"}) is True
+        assert innocent.result(WAIT_S) == "mine"
 
 
 def test_a_broken_stream_is_resumed_with_last_event_id(peer: SsePeer) -> None:

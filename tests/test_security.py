@@ -14,6 +14,7 @@ import os
 import sys
 import textwrap
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -204,6 +205,21 @@ def test_stdio_line_over_the_limit_is_refused_without_being_held(caplog: pytest.
         assert peak < PEAK_MAX, f"{peak} bytes allocated for a line that was refused"
         assert f"over the limit of {LIMIT} bytes (max_line_bytes)" in caplog.text
         assert client.call("echo", ["still fine"], timeout=WAIT_S) == ["still fine"]
+
+
+def test_stdio_an_oversized_answer_with_its_result_before_its_id_fails_its_request_at_once() -> None:
+    # Issue 37, item 5: the TypeScript SDK writes "result" before "id"; the result holds an "id" too,
+    # that of another pending request, which must not be failed in its place.
+    with JsonRpcClient(StdioTransport(peer_command("stdio_peer"), max_line_bytes=LIMIT)) as client:
+        innocent = client.request("never", timeout=None)
+        started = time.monotonic()
+        params = {"bytes": 4 * LIMIT, "result_first": True, "nested_id": innocent.request_id}
+        with pytest.raises(MessageTooLarge):
+            client.call("oversized", params, timeout=WAIT_S / 2)
+        assert time.monotonic() - started < WAIT_S / 2  # at once, not at its deadline
+        assert not innocent.done()
+        assert client.call("echo", ["still fine"], timeout=WAIT_S) == ["still fine"]
+        assert innocent.cancel()
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ the ids of the responses among them are struck off the requests the
 transport posted (:class:`Owed`).
 
 An event over the size limit is dropped, and the request it answered (its id
-is found in its first bytes) fails with
+found as the event went by, :mod:`jsonrpc_threads.framing.response_ids`) fails with
 :class:`~jsonrpc_threads.errors.MessageTooLarge`; the stream goes on.  A
 stream that breaks or ends is resumed with ``Last-Event-ID`` when the server
 gave event ids, after its ``retry`` delay (doubled each time), at most
@@ -28,9 +28,7 @@ may be called from any thread.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import threading
 import time
 from typing import Callable, List, Optional, Sequence, Set, Tuple
@@ -52,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 ENDPOINT_EVENT = "endpoint"
 MESSAGE_EVENT = "message"
-_RESPONSE_HEAD = re.compile(rb'\s*\{.*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")', re.DOTALL)
 
 
 class Owed:
@@ -236,7 +233,7 @@ class EventStream:
                 if 400 <= response.status_code < 500:
                     self._stop_for_good()
                 return False, f" ({error.message})"
-            decoder = SseDecoder(self._max_message_bytes)
+            decoder = SseDecoder(self._max_message_bytes, find_response_ids=True)
             for chunk in body_chunks(response, exchange):
                 for frame in decoder.feed(chunk):
                     if isinstance(frame, Oversized):
@@ -307,16 +304,11 @@ class EventStream:
         logger.error(
             "%s: skipped an SSE event of %d bytes: over the limit of %d bytes", self._label, note.size, note.limit
         )
-        match = _RESPONSE_HEAD.match(note.head)
-        if match is None:
+        if not note.response_ids:  # no response, or none known (the decoder scanned it)
             return
-        raw = match.group(1)
-        try:
-            request_id: RequestId = int(raw) if raw[:1] != b'"' else json.loads(raw)
-        except ValueError:
-            return
-        self._owed.strike(request_id)
-        self._sink.fail([request_id], MessageTooLarge(note.limit, "SSE event"))
+        for request_id in note.response_ids:
+            self._owed.strike(request_id)
+        self._sink.fail(note.response_ids, MessageTooLarge(note.limit, "SSE event"))
 
     def _fail_owed(self, error: TransportClosed) -> None:
         owed = self._owed.take_all()
