@@ -16,8 +16,10 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from typing import Any, Dict, Iterator, List
+from concurrent.futures import Future
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -42,6 +44,8 @@ from .peers.sse_peer import SsePeer
 WAIT_S = 20.0
 #: A short wait: what a step that should be at once may take on a loaded machine.
 SHORT_S = 0.5
+#: The name of the threads that send a message without requests when the transport has hooks.
+SSE_SENDER_THREAD = "jsonrpc-sse-send["
 
 
 @pytest.fixture
@@ -182,6 +186,50 @@ def test_a_refused_stream_ends_the_transport_at_once(peer: SsePeer) -> None:
             client.call("echo", [1])
         assert time.monotonic() - started < 5.0
     assert len(peer.gets) == 1
+
+
+def test_notify_racing_close_raises_transport_closed(peer: SsePeer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 37, item 2.  The stream's thread is held in the header provider before its first
+    # GET (so no endpoint comes, and the stream cannot end before the race is over); the
+    # notification's sender thread is waiting for the endpoint when close() begins.
+    gate = threading.Event()
+    sender_waits = threading.Event()
+    condition_wait = threading.Condition.wait
+
+    def watched_wait(self: threading.Condition, timeout: Optional[float] = None) -> bool:
+        if threading.current_thread().name.startswith(SSE_SENDER_THREAD):
+            sender_waits.set()
+        return condition_wait(self, timeout)
+
+    def held_headers() -> Dict[str, str]:
+        gate.wait(WAIT_S)
+        return {}
+
+    monkeypatch.setattr(threading.Condition, "wait", watched_wait)
+    client = JsonRpcClient(SseTransport(peer.url_with(), header_provider=held_headers), default_timeout=WAIT_S)
+    outcome: Future[None] = Future()
+
+    def notify() -> None:
+        try:
+            client.notify("note", {"x": 1})
+            outcome.set_result(None)
+        except BaseException as exc:  # AssertionError before the fix: the point of the test
+            outcome.set_exception(exc)
+
+    notifier = threading.Thread(target=notify, name="test-notifier")
+    notifier.start()
+    closer = threading.Thread(target=client.close, name="test-closer")
+    try:
+        assert sender_waits.wait(WAIT_S)
+        closer.start()
+        error = outcome.exception(WAIT_S)
+    finally:
+        gate.set()
+        notifier.join(WAIT_S)
+        if closer.ident is not None:
+            closer.join(WAIT_S)
+        client.close()
+    assert isinstance(error, TransportClosed), repr(error)
 
 
 def test_close_is_bounded_and_fails_what_is_pending(peer: SsePeer) -> None:

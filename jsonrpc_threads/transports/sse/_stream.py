@@ -140,10 +140,10 @@ class EventStream:
             if left is not None and left <= 0:
                 raise HttpConnectionError(f"{self._label}: the server has not sent its endpoint event yet")
             self._have_endpoint.wait(0.5 if left is None else min(left, 0.5))
-        if self._ended is not None:
-            raise TransportClosed(self._ended.message)
         url = self.post_url
-        assert url is not None
+        ended = self._ended
+        if ended is not None or url is None or self._stop.is_set():  # stopped (close) wakes it without a URL
+            raise TransportClosed(ended.message if ended is not None else f"{self._label}: HTTP+SSE transport closed")
         return url
 
     def stop(self) -> None:
