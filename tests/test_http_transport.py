@@ -75,8 +75,12 @@ class RecordingSink:
         self.failed: queue.Queue[Tuple[List[RequestId], JsonRpcError]] = queue.Queue()
         self.closed: List[TransportClosed] = []
 
-    def message_received(self, data: bytes) -> None:
+    def message_received(self, data: bytes) -> Sequence[RequestId]:
+        """Records ``data``; returns the ids of the responses in it, as the client does."""
         self.messages.put(data)
+        value = json.loads(data)
+        items = value if isinstance(value, list) else [value]
+        return [item["id"] for item in items if isinstance(item, dict) and "method" not in item and "id" in item]
 
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         self.failed.put((list(request_ids), error))
@@ -342,6 +346,26 @@ def test_garbage_body_is_http_error(peer: HttpPeer) -> None:
         assert "not valid JSON" in info.value.message
         assert "{this is not json" in info.value.body_excerpt
         assert client.call("echo", [1]) == [1]
+
+
+def test_what_an_answer_settled_is_what_the_sink_says(peer: HttpPeer) -> None:
+    # The transport strikes the ids the sink returns; it never decodes an answer to find them.
+    class SaysNothing(RecordingSink):
+        def message_received(self, data: bytes) -> Sequence[RequestId]:
+            super().message_received(data)
+            return ()
+
+    for modes in ((), ("sse",)):
+        sink = SaysNothing()
+        transport = HttpTransport(peer.url_with(*modes))
+        transport.start(sink)
+        try:
+            transport.send(request_bytes(3, "echo", ["x"]), [3])
+            assert sink.next_message()["id"] == 3  # delivered ...
+            failed_ids, error = sink.failed.get(timeout=WAIT_S)  # ... yet unanswered for the transport
+            assert failed_ids == [3] and isinstance(error, HttpError)
+        finally:
+            transport.close()
 
 
 def test_garbage_events_are_skipped(peer: HttpPeer) -> None:

@@ -5,8 +5,9 @@ Theory of operation.  Every POST the transport makes is carried by one
 caller's own thread (a blocking call), or the listen thread.  It knows
 
 - the requests it carries (``unanswered``: struck off as their responses
-  pass by, so a stream that owes nothing more is left at once, and a broken
-  one is resumed only while it still owes something);
+  pass by, the sink telling which ids a delivered message answered, so a
+  stream that owes nothing more is left at once, and a broken one is resumed
+  only while it still owes something);
 - its deadline (the request's, from the client): every connection attempt,
   socket read and wait before a resumption ends by then (:meth:`time_left`);
 - what it needs to resume an SSE stream: the last event id, the server's
@@ -37,8 +38,8 @@ import threading
 import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ...errors import JsonRpcError, RequestId
-from ...messages import decode, is_valid_id
+from ...errors import RequestId
+from ...messages import is_valid_id
 from ._connections import shutdown_socket
 from ._wire import DEFAULT_RETRY_S
 
@@ -151,23 +152,11 @@ class Exchange:
         """True once every request it carried was answered."""
         return self.had_ids and not self.unanswered
 
-    def note(self, value: Any) -> None:
-        """Strike the ids of the responses in a decoded message (or batch)."""
-        if not self.unanswered:
-            return
-        for item in value if isinstance(value, list) else (value,):
-            if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
-                request_id = item.get("id")
-                if is_valid_id(request_id):
-                    with self._lock:
-                        self.unanswered.discard(request_id)
-
-    def note_bytes(self, payload: bytes) -> None:
-        if self.unanswered:
-            try:
-                self.note(decode(payload))
-            except JsonRpcError:
-                pass
+    def answered(self, request_ids: Sequence[RequestId]) -> None:
+        """Strike the requests a delivered message answered (the ids the sink returned)."""
+        if request_ids and self.unanswered:
+            with self._lock:
+                self.unanswered.difference_update(request_ids)
 
     def strike(self, request_id: Any) -> bool:
         """Strike ``request_id`` if this exchange still owes its answer; True if it did."""

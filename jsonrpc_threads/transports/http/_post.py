@@ -12,8 +12,8 @@ knowing what the messages mean (no method name is ever read):
 - anything else fails the requests it carried (:mod:`._errors` maps the status).
 
 To know whether an SSE stream broke before it delivered the responses it
-owes, each event's JSON is peeked at for an ``id`` with ``result`` or
-``error`` (:meth:`~._exchange.Exchange.note`).  A stream that ends early is
+owes, the exchange strikes the ids the sink says each message answered
+(:meth:`~._exchange.Exchange.answered`); no answer is decoded here.  A stream that ends early is
 resumed with a GET carrying ``Last-Event-ID`` after exactly the ``retry``
 delay the server asked for (1 s when it named none), doubling after each
 further attempt; the responses on the resumed stream go to the sink like any
@@ -37,7 +37,6 @@ from typing import Any, Dict, Optional
 import requests
 
 from ...errors import HttpConnectionError, HttpError, JsonRpcError, StreamLost
-from ...messages import decode
 from ._endpoint import Endpoint
 from ._errors import DeadlinePassed, closed_error, excerpt, resume_error, status_error
 from ._exchange import Exchange
@@ -181,21 +180,15 @@ class Poster:
             if exchange.unanswered:
                 raise HttpError(f"{self._label}: empty {status} answer to a request", status_code=status)
             return
-        try:
-            value = decode(body)  # the client's decoder: what passes here, the client reads too
-        except JsonRpcError:
-            raise HttpError(
-                f"{self._label}: the {status} answer is not valid JSON", status_code=status, body_excerpt=excerpt(body)
-            ) from None
-        exchange.note(value)
-        self._sink.deliver(body)
+        exchange.answered(self._sink.deliver(body))
         if exchange.unanswered:
-            owed = sorted(map(str, exchange.unanswered))
-            raise HttpError(
-                f"{self._label}: the answer holds no response for request id(s) {owed}",
-                status_code=status,
-                body_excerpt=excerpt(body),
-            )
+            # Only now is the body read here, to say what was wrong with it.
+            if _is_json(body):
+                owed = sorted(map(str, exchange.unanswered))
+                what = f"the answer holds no response for request id(s) {owed}"
+            else:
+                what = f"the {status} answer is not valid JSON"
+            raise HttpError(f"{self._label}: {what}", status_code=status, body_excerpt=excerpt(body))
 
     def _answer_if_ours(self, exchange: Exchange, item: Dict[str, Any]) -> bool:
         """A JSON-RPC error in an error answer: delivered if it answers one of the exchange's requests."""
@@ -268,6 +261,14 @@ class Poster:
             raise DeadlinePassed(f"{self._label}: the exchange was abandoned {when}")
         if exchange.past_deadline():
             raise DeadlinePassed(f"{self._label}: the deadline passed {when}")
+
+
+def _is_json(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
 
 
 __all__ = ["Poster"]

@@ -17,11 +17,11 @@ Network errors are raised as they come (the caller translates them, see
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 import requests
 
-from ...errors import JsonRpcError, MessageTooLarge
+from ...errors import JsonRpcError, MessageTooLarge, RequestId
 from ...framing import Oversized, SseDecoder
 from ...framing.sse import Event
 from ._errors import NetworkErrors, is_network_error
@@ -117,10 +117,12 @@ def consume_sse(
     response: requests.Response,
     exchange: Exchange,
     limit: int,
-    deliver: Callable[[bytes], None],
+    deliver: Callable[[bytes], Sequence[RequestId]],
     errors: NetworkErrors,
 ) -> Optional[JsonRpcError]:
     """Deliver SSE events as they arrive, until the stream ends or owes nothing more.
+
+    ``deliver`` returns the ids of the responses a message carried (the sink's answer).
 
     Returns:
         ``None`` when the stream ended (or every request was answered, or
@@ -143,9 +145,7 @@ def consume_sse(
                 exchange.retry_s = min(event.retry / 1000.0, MAX_RETRY_S)
             if not event.data:
                 continue  # a priming event, or a keep-alive
-            payload = event.data.encode("utf-8")
-            exchange.note_bytes(payload)
-            deliver(payload)
+            exchange.answered(deliver(event.data.encode("utf-8")))
             exchange.messages += 1
             if exchange.done:
                 return None  # the server should end the stream now; don't wait for it

@@ -7,8 +7,8 @@ sends is ``endpoint``: the URL (relative to the stream's) where the client
 POSTs its messages; it must be on the stream's origin (a server may not send
 the client's credentials elsewhere).  Every ``message`` event (or an event
 with no name) is one JSON-RPC message, handed to the client's sink as bytes;
-the ids of the responses among them are struck off the requests the
-transport posted (:class:`Owed`).
+the ids of the responses among them (the sink says which) are struck off
+the requests the transport posted (:class:`Owed`).
 
 An event over the size limit is dropped, and the request it answered (its id
 found as the event went by, :mod:`jsonrpc_threads.framing.response_ids`) fails with
@@ -37,7 +37,6 @@ from urllib.parse import urljoin, urlsplit
 from ...errors import HttpConnectionError, HttpError, JsonRpcError, MessageTooLarge, RequestId, TransportClosed
 from ...framing import Oversized, SseDecoder
 from ...framing.sse import Event
-from ...messages import decode, is_valid_id
 from ..http._endpoint import Endpoint
 from ..http._errors import is_network_error, resume_error
 from ..http._exchange import Exchange
@@ -265,9 +264,8 @@ class EventStream:
             return False
         if event.event != MESSAGE_EVENT or not event.data:
             return False
-        payload = event.data.encode("utf-8")
-        self._strike(payload)
-        self._sink.deliver(payload)
+        for request_id in self._sink.deliver(event.data.encode("utf-8")):
+            self._owed.strike(request_id)
         return True
 
     def _take_endpoint(self, value: str) -> None:
@@ -290,15 +288,6 @@ class EventStream:
             self._fail_owed(TransportClosed(f"{self._label}: the server started a new session; the request was lost"))
         logger.debug("%s: messages go to %s", self._label, url_label(url))
         self._have_endpoint.set()
-
-    def _strike(self, payload: bytes) -> None:
-        try:
-            value = decode(payload)
-        except JsonRpcError:
-            return
-        for item in value if isinstance(value, list) else (value,):
-            if isinstance(item, dict) and "method" not in item and is_valid_id(item.get("id")):
-                self._owed.strike(item["id"])
 
     def _oversized(self, note: Oversized) -> None:
         logger.error(
