@@ -557,6 +557,24 @@ def test_call_to_a_stalled_server_ends_at_its_deadline(peer: HttpPeer, kind: str
         assert client.call("echo", ["usable"]) == ["usable"]
 
 
+def test_a_stream_that_ends_with_its_connection_is_interrupted_when_abandoned(peer: HttpPeer) -> None:
+    # No length, no chunks: http.client hands the socket over to the answer, which reads it to the
+    # end of the connection.  A notification, then a keep-alive comment every 50 ms (no event that
+    # would let the reader look up): only shutting that socket down frees the one pool thread.
+    notification = 'data: {"jsonrpc": "2.0", "method": "started", "params": {}}\n\n'
+    params = {"content_type": "text/event-stream", "chunks": [notification] + [": keep-alive\n"] * 2000}
+    params.update({"chunked": False, "content_length": "none", "interval": 0.05})
+    with make_client(peer.url, max_workers=1) as client:
+        reading = threading.Event()
+        client.on_notification("started", lambda _: reading.set())
+        stuck = client.request("raw_answer", params, timeout=None)
+        assert reading.wait(WAIT_S)  # the answer is being read
+        assert stuck.cancel()
+        started = time.monotonic()
+        assert client.request("echo", ["usable"]).result(WAIT_S) == ["usable"]
+        assert time.monotonic() - started < 1.0 + DEADLINE_SLACK_S
+
+
 def test_call_waiting_to_resume_ends_at_its_deadline(peer: HttpPeer) -> None:
     # The stream is cut before the response and asks for 3 s before resuming.
     with make_client(peer.url_with("sse", "priming", "cut", retry=3000)) as client:

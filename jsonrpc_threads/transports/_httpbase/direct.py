@@ -41,7 +41,7 @@ import requests.hooks
 import requests.utils
 from requests.structures import CaseInsensitiveDict
 
-from ._redact import is_secret_header
+from ..redact import is_secret_header
 
 #: How many distinct URLs keep a prepared form (the endpoint, the legacy POST URL, a few more).
 _MAX_CACHED_URLS = 16

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 from ...errors import JsonRpcError, RequestId, TransportClosed
 from ..base import MessageSink
-from ._errors import closed_error
+from .errors import closed_error
 
 logger = logging.getLogger(__name__)
 

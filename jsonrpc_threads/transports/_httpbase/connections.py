@@ -80,6 +80,17 @@ def shutdown_socket(sock: Optional[socket.socket]) -> None:
         pass
 
 
+def socket_of(connection: Any) -> Optional[socket.socket]:
+    """The socket ``connection`` made when it connected.
+
+    ``http.client`` drops a connection's ``sock`` when it hands the socket to
+    an answer that closes the connection at its end (no length, no chunks: an
+    event stream, often); the answer still reads that socket, so this is what
+    must be bounded and shut down.
+    """
+    return getattr(connection, "connected_sock", None) or getattr(connection, "sock", None)
+
+
 class carrying:
     """Mark the calling thread as carrying ``exchange`` (cheap; nests)."""
 
@@ -174,6 +185,7 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
     """urllib3 pool classes whose connections record their sockets and attach to exchanges."""
 
     def connected(connection: Any) -> None:
+        connection.connected_sock = connection.sock
         if connection.sock is not None and not connections.add(connection.sock):
             raise ConnectionAbortedError("HTTP transport closed")
         _attach(connection)
@@ -182,6 +194,7 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
         """What both connection classes add: socket records, exchanges, one write per small request."""
 
         exchange: Optional[Attachable] = None
+        connected_sock: Optional[socket.socket] = None
         _held: Optional[bytearray] = None
 
         def connect(self) -> None:
@@ -384,4 +397,4 @@ def runs_user_code(auth: Any) -> bool:
     return type(auth) not in (requests.auth.HTTPBasicAuth, requests.auth.HTTPProxyAuth)
 
 
-__all__ = ["Attachable", "Connections", "carrying", "make_session", "runs_user_code", "shutdown_socket"]
+__all__ = ["Attachable", "Connections", "carrying", "make_session", "runs_user_code", "shutdown_socket", "socket_of"]
