@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import logging
 import os
+import subprocess
 import sys
 import textwrap
 import threading
@@ -349,6 +350,42 @@ def test_no_secret_in_any_log_record_across_a_full_exchange(peer: HttpPeer, capl
         r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool" and '"POST ' in r.getMessage()
     ]
     assert request_lines and all("?<redacted>" in line for line in request_lines)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_process_forked_while_the_log_filter_was_being_installed_can_install_it() -> None:
+    # A thread holds the install lock at the fork: without the lock made anew in the child
+    # (registered with _fork.at_fork_in_child), the child's first transport would deadlock.
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys, threading, warnings
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sys.path.insert(0, {str(REPO)!r})
+        from jsonrpc_threads.transports import redact
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            with redact._install_lock:
+                held.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(30)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(10)  # a deadlocked child dies of SIGALRM
+            redact.install_log_filter()
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        holder.join()
+        print("child:", "installed" if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else status)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "child: installed" in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("path", ["call", "request", "notify", "listen"])
