@@ -8,6 +8,7 @@ official MCP Python SDK's server as a child process.
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import logging
@@ -1060,3 +1061,15 @@ def test_against_the_official_sdk_server(sdk_server: Tuple[str, str]) -> None:
         assert [f.result(WAIT_S)["structuredContent"]["result"] for f in futures] == [1, 2, 3, 4, 5]
         with pytest.raises(JsonRpcError):
             client.call("no/such/method")
+
+
+def test_the_direct_path_is_chosen_in_one_place() -> None:
+    # The direct path (transports/_httpbase/direct.py) is a measured strategy over the plain one:
+    # one module imports it, where it is chosen.
+    package = Path(__file__).resolve().parent.parent / "jsonrpc_threads"
+    importers = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "direct":
+                importers.append(path.relative_to(package).as_posix())
+    assert importers == ["transports/_httpbase/endpoint.py"]

@@ -28,7 +28,7 @@ import requests
 from ...errors import HttpError, JsonRpcError
 from ..redact import LogScope, Secrets, install_log_filter, redact_headers, url_label
 from .connections import Connections, carrying, make_session, runs_user_code
-from .direct import DirectSender
+from .direct import DirectAdapter, DirectSender
 from .errors import DeadlinePassed, NetworkErrors, closed_error, redirect_error
 from .exchange import Exchange
 from .settings import HttpSettings
@@ -68,8 +68,11 @@ class Endpoint:
         self.timeouts = (settings.connect_timeout, settings.read_timeout)
         self.closing = closing
         self.connections = Connections()
-        self._http = make_session(url, settings.auth, settings.verify, self.connections, pool_maxsize)
-        self._direct = DirectSender(self._http)
+        # How requests go out: the direct path (.direct), a measured strategy over the plain one,
+        # TrackedAdapter and PlainSender (.connections), which it must behave like.
+        adapter = DirectAdapter(self.connections, pool_maxsize)
+        self._http = make_session(url, settings.auth, settings.verify, adapter)
+        self._sender = DirectSender(self._http)
         self._static_headers: Dict[str, str] = dict(settings.headers)
         self._header_provider = settings.header_provider
         self._add_headers = add_headers
@@ -132,10 +135,7 @@ class Endpoint:
         secrets = self._secrets if target is None else self._secrets.including(target)
         with LogScope(secrets, headers), carrying(exchange), self.errors(what, exchange):
             url = self.url if target is None else target
-            prepared = self._direct.prepare(method, url, headers, data)
-            direct = prepared is not None
-            if prepared is None:  # a proxy serves the URL: the general path, which adds its credentials
-                prepared = self._http.prepare_request(requests.Request(method, url, headers=headers, data=data))
+            send = self._sender.prepare(method, url, headers, data)
             # The auth hook ran while preparing, for as long as it liked.
             if exchange.stopped:
                 raise DeadlinePassed(f"{self.label}: {what}: the exchange was abandoned")
@@ -144,10 +144,7 @@ class Endpoint:
                 left = exchange.time_left()  # socket.timeout once passed: DeadlinePassed
                 if left is not None:
                     timeout = (min(timeout[0], left), min(timeout[1], left))
-            if direct:
-                response = self._direct.send(prepared, timeout)
-            else:
-                response = self._http.send(prepared, timeout=timeout, stream=True, allow_redirects=False)
+            response = send(timeout)
         status = response.status_code
         if logger.isEnabledFor(logging.DEBUG):
             media_type = response.headers.get("Content-Type", "-")

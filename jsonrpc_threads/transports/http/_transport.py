@@ -18,7 +18,7 @@ browser) and ``header_provider`` are user code that may block.  So a
 transport that has them never runs an exchange on a thread that must be free
 by a deadline: ``drive_call`` declines (the call's POST runs on the pool and
 the caller waits with its deadline), and a POST without requests runs on a
-sender thread while the caller waits with its deadline (:mod:`._hooks`).  A
+sender thread while the caller waits with its deadline (:mod:`.._httpbase.hooks`).  A
 hook still blocks the thread it runs on, but once it returns, an exchange
 that nobody waits for any more is not sent.  The price is the pool hop:
 measured against the benchmarks' echo server on loopback, a blocking call
@@ -30,7 +30,7 @@ Abandonment.  When the client settles requests itself (timeout,
 ``Future.cancel()``) it calls :meth:`HttpTransport.abandon`; once every
 request an exchange carries is abandoned, the exchange stops: its socket is
 shut down, so the read ends at once and the pool thread is free for the next
-request, and it is never resumed (:mod:`._exchange`).
+request, and it is never resumed (:mod:`.._httpbase.exchange`).
 
 Thread-safety: every method may be called from any number of threads.
 """
