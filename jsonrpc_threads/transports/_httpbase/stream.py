@@ -36,8 +36,7 @@ a resumption wakes.  Outcomes: :meth:`SseStream.follow` returns when the
 stream is done, stopped, or no longer wanted, and raises what ended it
 otherwise (see there).
 
-Thread-safety: one thread follows a stream; :attr:`SseStream.answered` may be
-waited on from any thread.
+Thread-safety: one thread follows a stream.
 """
 
 from __future__ import annotations
@@ -129,13 +128,13 @@ class SseStream:
         find_response_ids: the decoder reports an oversized event once it
             ended, with the ids of the responses it held (see
             :class:`~jsonrpc_threads.framing.SseDecoder`).
+        answered: set once a GET of the stream was answered (open or refused) or failed.
 
     Attributes:
         last_event_id: the id of the last event that had one (sent to resume).
         retry_s: the reconnection delay the server asked for.
         resumptions: GETs made to resume, in all.
         cause: why the last response ended (None: it ended cleanly).
-        answered: set once a GET of the stream was answered (open or refused) or failed.
     """
 
     def __init__(
@@ -150,6 +149,7 @@ class SseStream:
         on_oversized: Callable[[Oversized], None] = too_large,
         wanted: Optional[Callable[[Optional[JsonRpcError]], bool]] = None,
         find_response_ids: bool = False,
+        answered: Optional[threading.Event] = None,
     ) -> None:
         self._endpoint = endpoint
         self._exchange = exchange
@@ -165,7 +165,7 @@ class SseStream:
         self.retry_s = DEFAULT_RETRY_S
         self.resumptions = 0
         self.cause: Optional[JsonRpcError] = None
-        self.answered = threading.Event()
+        self._answered = answered
         self._streak = 0  # resumptions since the stream was last healthy (in all, unless refunded)
         self._failures = 0  # GETs in a row that failed
 
@@ -324,7 +324,8 @@ class SseStream:
             self._failed(error)
             return None
         finally:
-            self.answered.set()
+            if self._answered is not None:
+                self._answered.set()
 
     def _failed(self, error: JsonRpcError) -> None:
         logger.debug("%s: %s", self._label, error.message)

@@ -59,6 +59,7 @@ class ListenStream:
     ) -> None:
         self._label = endpoint.label
         self._exchange = Exchange((), None, read_timeout)  # no deadline: it lasts until stopped
+        self.answered = threading.Event()
         self._stream = SseStream(
             endpoint,
             self._exchange,
@@ -68,8 +69,8 @@ class ListenStream:
             ),
             what="the listen stream",
             on_event=delivering(self._exchange, sink.deliver),
+            answered=self.answered,
         )
-        self.answered = self._stream.answered
         self._thread = threading.Thread(target=self._run, name=f"jsonrpc-http-listen[{self._label}]", daemon=True)
 
     @property

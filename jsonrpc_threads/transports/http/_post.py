@@ -72,7 +72,7 @@ class Poster:
         self._sink = sink
         self._label = endpoint.label
         self.max_message_bytes = max_message_bytes
-        self.max_resumptions = max_resumptions
+        self._resumption = Resumption(max_resumptions)  # in all, for each POST's answer
         self._closing: threading.Event = endpoint.closing
 
     def carry(self, exchange: Exchange, data: bytes) -> None:
@@ -158,7 +158,7 @@ class Poster:
                 self._endpoint,
                 exchange,
                 limit=self.max_message_bytes,
-                resumption=Resumption(self.max_resumptions),
+                resumption=self._resumption,
                 what="the SSE stream",
                 on_event=delivering(exchange, self._sink.deliver),
                 wanted=lambda cause: self._still_owed(exchange, cause),
