@@ -203,16 +203,17 @@ def status_error(
 
 
 def stream_refused(
-    label: str, what: str, status: int, media_type: str, body: bytes, *, sent_session: bool
+    label: str, what: str, status: int, media_type: str, body: bytes, *, sent_session: bool, resuming: bool
 ) -> HttpError:
-    """The error for a GET that should have opened (or resumed) an event stream and did not.
+    """The error for a GET that should have opened (or, ``resuming``, resumed) an event stream and did not.
 
     ``what``: the stream, for the message ("the listen stream").
     """
+    doing = "resumed" if resuming else "opened"
     if status == 404 and sent_session:
-        return SessionExpired(f"{label}: the session expired (404) while opening {what}", status_code=404)
+        return SessionExpired(f"{label}: the session expired (404): {what} cannot be {doing}", status_code=404)
     return HttpConnectionError(
-        f"{label}: {what} cannot be opened: GET answered {status} {media_type}".rstrip(),
+        f"{label}: {what} cannot be {doing}: GET answered {status} {media_type}".rstrip(),
         status_code=status,
         body_excerpt=excerpt(body),
     )

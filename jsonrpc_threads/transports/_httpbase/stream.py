@@ -318,7 +318,15 @@ class SseStream:
                 return response
             with response:
                 body = read_excerpt(response, exchange)
-            error = stream_refused(self._label, self._what, status, kind, body, sent_session=SESSION_HEADER in headers)
+            error = stream_refused(
+                self._label,
+                self._what,
+                status,
+                kind,
+                body,
+                sent_session=SESSION_HEADER in headers,
+                resuming=LAST_EVENT_ID_HEADER in headers,
+            )
             if 400 <= status < 500:
                 raise error
             self._failed(error)
