@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
+import requests.auth
 
 from jsonrpc_threads import (
     HttpError,
@@ -241,6 +242,26 @@ def test_close_is_bounded_and_fails_what_is_pending(peer: SsePeer) -> None:
     assert time.monotonic() - started < 5.0
     assert all(isinstance(f.exception(WAIT_S), TransportClosed) for f in futures)
     client.close()  # idempotent
+
+
+def test_a_legacy_transport_is_made_with_the_settings_of_a_streamable_one() -> None:
+    auth = requests.auth.HTTPBasicAuth("user", "secret")
+    http = HttpTransport(
+        "http://127.0.0.1:9/mcp", headers={"X-Team": "a"}, auth=auth, read_timeout=7.0, max_resumptions=5, verify=False
+    )
+    legacy = SseTransport.from_settings("http://127.0.0.1:9/sse", http.settings)
+    made: Any = http.legacy_transport()
+    again = HttpTransport.from_settings(http.url, http.settings)
+    try:
+        assert isinstance(made, SseTransport) and made.url == http.url
+        assert legacy.settings == made.settings == http.settings == again.settings
+        assert legacy.settings.max_resumptions == 5 and legacy.settings.auth is auth
+        assert dict(legacy.settings.headers) == {"X-Team": "a"}
+        with pytest.raises(TypeError):
+            legacy.settings.headers["X-Other"] = "b"  # type: ignore[index]
+    finally:
+        for transport in (http, legacy, made, again):
+            transport.close()
 
 
 def test_bad_arguments_are_refused_where_they_enter() -> None:
