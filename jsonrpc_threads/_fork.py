@@ -10,6 +10,11 @@ when it is made; :func:`forked_since` tells, with one comparison and no lock,
 whether the process it is used in is a fork of the one that made it.
 
 The counter is bumped in every child by an ``os.register_at_fork`` hook (POSIX).
+
+State of a module that a fork must reset (a lock some thread may have held, a
+thread that does not exist in the child) is reset by a callback given to
+:func:`at_fork_in_child`: the one place a module registers what it does in a
+forked child, run after the counter was bumped, in the order registered.
 """
 
 from __future__ import annotations
@@ -34,4 +39,30 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-__all__ = ["forked_since", "generation"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, List
+
+#: What modules reset in a forked child (see :func:`at_fork_in_child`).
+_child_callbacks: List[Callable[[], None]] = []
+
+
+def at_fork_in_child(callback: Callable[[], None]) -> None:
+    """Run ``callback`` in the child after every fork (POSIX; after :data:`generation` is bumped).
+
+    Callbacks run in the order registered, with one thread alive; each must be
+    quick, take no lock another thread could have held, and never raise.
+    """
+    _child_callbacks.append(callback)
+
+
+def _run_child_callbacks() -> None:
+    for callback in list(_child_callbacks):
+        callback()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_run_child_callbacks)
+
+
+__all__ = ["at_fork_in_child", "forked_since", "generation"]

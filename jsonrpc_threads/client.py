@@ -446,19 +446,26 @@ class JsonRpcClient(Closing):
 
     # -- MessageSink: called by the transport -----------------------------------
 
-    def message_received(self, data: bytes) -> None:
-        """Transport callback: one JSON text arrived.  Never raises, never runs user code."""
+    def message_received(self, data: bytes) -> Sequence[RequestId]:
+        """Transport callback: one JSON text arrived; returns the ids of the responses it carried.
+
+        Never raises, never runs user code.
+        """
         if self._observer is not None:
             self._observer.received(data)
         try:
             value = messages.decode(data)
         except JsonRpcError:
             logger.warning("%s: skipping a message that is not JSON: %.200r", self._label, data)
-            return
+            return ()
         if type(value) is dict:  # the usual message, without one more call
             self._dispatch(value)
-        else:
-            self._dispatch_value(value, data)
+            request_id = messages.id_of(value) if "method" not in value else None
+            return () if request_id is None else (request_id,)
+        self._dispatch_value(value, data)
+        items = value if type(value) is list else ()
+        answered = [messages.id_of(item) for item in items if type(item) is dict and "method" not in item]
+        return tuple(request_id for request_id in answered if request_id is not None)
 
     def messages_received(self, chunk: Deque[bytes]) -> None:
         """Transport callback: JSON texts that one read brought, taken in order from the left of ``chunk``.

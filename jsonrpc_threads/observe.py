@@ -12,7 +12,7 @@ the hook hands the event over and returns:
   one daemon thread per traced client, in order).  The lane decodes the text,
   redacts it as the transport's log lines are (a URL's query string and user
   info, ``Bearer ...`` credentials, the values of secret headers: see
-  :mod:`jsonrpc_threads.transports.http._redact`) and calls your function.
+  :mod:`jsonrpc_threads.transports.redact`) and calls your function.
   Your function never runs on a reader thread, the timer thread or under a
   lock of the library, and a slow one delays only the trace.  When the
   transport ends, the lane delivers what it holds and its thread ends;
@@ -162,9 +162,8 @@ class _Redactor:
     def __call__(self, text: str) -> str:
         secrets = self._secrets
         if secrets is None:
-            # The log redaction of the transports (its module loads the HTTP stack:
-            # only a traced client pays for it, on the trace's own thread).
-            from .transports.http._redact import Secrets  # noqa: PLC0415
+            # The log redaction of the transports, loaded by a traced client only (on the trace's thread).
+            from .transports.redact import Secrets  # noqa: PLC0415
 
             secrets = self._secrets = Secrets(self._url, self._headers)
         return str(secrets.redact(text))

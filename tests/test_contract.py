@@ -156,3 +156,28 @@ def test_close_fails_everything_pending_at_once(client: JsonRpcClient) -> None:
     assert all(isinstance(f.exception(), TransportClosed) for f in futures)
     with pytest.raises(TransportClosed):
         client.call("echo", [1])
+
+
+# -- the sink's side of the contract ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "ids"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 5, "result": 1}', (5,)),
+        (b'{"jsonrpc": "2.0", "error": {"code": -1, "message": "no"}, "id": "late"}', ("late",)),
+        (
+            b'[{"jsonrpc": "2.0", "id": 1, "result": 1}, {"jsonrpc": "2.0", "method": "n"}, 3, '
+            b'{"jsonrpc": "2.0", "id": "a", "result": null}]',
+            (1, "a"),
+        ),
+        (b'{"jsonrpc": "2.0", "method": "note", "params": {"id": 4}}', ()),
+        (b'{"jsonrpc": "2.0", "id": true, "result": 1}', ()),
+        (b"this is not json", ()),
+        (b"[]", ()),
+    ],
+    ids=["response", "error", "batch", "notification", "bad-id", "not-json", "empty-batch"],
+)
+def test_the_client_tells_its_transport_which_responses_a_message_carried(message: bytes, ids: Any) -> None:
+    with JsonRpcClient(MemoryTransport()) as client:
+        assert tuple(client.message_received(message)) == ids

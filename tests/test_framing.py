@@ -371,3 +371,116 @@ def test_sse_never_raises_on_any_bytes_and_events_stay_in_the_limit(chunks: List
             assert isinstance(frame.data, str) and len(frame.data) <= limit  # a character comes from >= 1 byte
             assert frame.retry is None or frame.retry >= 0
     assert sse_items(decoder.feed(b"\n\ndata: z\n\n"))[-1] == (None, "message", "z", None)  # the stream goes on
+
+
+# -- the ids of the responses an oversized message held ------------------------------------------
+
+#: An answer as the official TypeScript SDK writes it (``result`` first), with an ``id`` nested in it.
+TS_ORDER_ANSWER = json.dumps(
+    {"result": {"content": [{"type": "text", "text": "x" * 300, "id": 2}]}, "jsonrpc": "2.0", "id": 7}
+).encode()
+#: A notification whose params carry an ``id``: never the id of a response.
+NOTIFICATION_WITH_AN_ID = json.dumps({"jsonrpc": "2.0", "method": "note", "params": {"id": 7, "t": "y" * 300}}).encode()
+
+
+def test_an_oversized_line_names_the_response_it_held_at_every_split() -> None:
+    small = b'{"jsonrpc":"2.0","id":1,"result":1}'
+    data = TS_ORDER_ANSWER + b"\n" + NOTIFICATION_WITH_AN_ID + b"\n" + small + b"\n"
+    out = every_two_way_split(lambda: LineDecoder(100), data)
+    assert [item.response_ids if isinstance(item, Oversized) else item for item in out] == [(7,), (), small]
+
+
+def test_a_cut_oversized_line_at_end_of_stream_names_its_response() -> None:
+    decoder = LineDecoder(100)
+    assert decoder.feed(TS_ORDER_ANSWER[:150]) == []
+    assert decoder.feed(TS_ORDER_ANSWER[150:]) == []
+    (note,) = decoder.end()
+    assert note.response_ids == (7,) and note.size == len(TS_ORDER_ANSWER)
+
+
+def test_an_oversized_body_names_the_response_it_held_at_every_split() -> None:
+    data = encode_content_length(TS_ORDER_ANSWER) + encode_content_length(NOTIFICATION_WITH_AN_ID)
+    out = every_two_way_split(lambda: ContentLengthDecoder(100), data)
+    assert [(type(item), item.response_ids) for item in out] == [(Oversized, (7,)), (Oversized, ())]
+
+
+def test_an_oversized_body_cut_by_the_end_of_the_stream_names_nothing() -> None:
+    decoder = ContentLengthDecoder(100)
+    decoder.feed(encode_content_length(TS_ORDER_ANSWER)[:-1])
+    (note,) = decoder.end()
+    assert isinstance(note, Oversized) and note.response_ids == ()
+
+
+def sse_scanning(data: bytes, cuts: Sequence[int], limit: int = 100) -> List[SseItem]:
+    return sse_items(decode_in_pieces(lambda: SseDecoder(limit, find_response_ids=True), data, cuts))
+
+
+def sse_lines(text: bytes) -> bytes:
+    """``text`` as the data lines of one event, one line after each ``", "`` (the joining LFs are JSON whitespace)."""
+    return b"".join(b"data: " + line + b"\n" for line in text.replace(b", ", b",\n").split(b"\n"))
+
+
+def test_sse_finding_response_ids_reports_an_oversized_event_once_it_ended_at_every_split() -> None:
+    answer = json.dumps({"result": {"text": "z" * 150, "id": 3}, "id": 9}, separators=(",", ":")).encode()
+    stream = (
+        b"id: e1\n"
+        + sse_lines(TS_ORDER_ANSWER)
+        + b": a comment inside\nid: e2\nevent: message\ndata\n\n"  # an empty data line: an LF
+        + b"data:"
+        + answer  # one line, no space after the colon
+        + b"\n\n"
+        + sse_lines(NOTIFICATION_WITH_AN_ID)
+        + b"\n"
+        + b"data: small\n\n"
+    )
+
+    def comparable(items: List[SseItem]) -> List[SseItem]:  # the head kept depends on the split
+        return [(item.size, item.response_ids) if isinstance(item, Oversized) else item for item in items]
+
+    whole = sse_scanning(stream, [])
+    for offset in range(len(stream) + 1):
+        assert comparable(sse_scanning(stream, [offset])) == comparable(whole), offset
+    data = TS_ORDER_ANSWER.replace(b", ", b",\n") + b"\n"  # with the empty data line's LF
+    assert comparable(whole) == [
+        (len(data), (7,)),
+        (len(answer), (9,)),
+        (len(NOTIFICATION_WITH_AN_ID), ()),
+        (None, "message", "small", None),
+    ]
+    assert data.startswith(whole[0].head) and len(whole[0].head) > 100
+
+
+def test_sse_finding_response_ids_an_event_cut_by_the_end_of_the_stream_is_reported_without() -> None:
+    decoder = SseDecoder(100, find_response_ids=True)
+    assert decoder.feed(sse_lines(TS_ORDER_ANSWER)) == []  # not yet: the event has not ended
+    (note,) = decoder.end()
+    assert isinstance(note, Oversized) and note.response_ids == () and note.size > 100
+    assert sse_items(decoder.feed(b"data: fresh\n\n")) == [(None, "message", "fresh", None)]
+
+
+def test_sse_finding_response_ids_never_holds_an_oversized_event_whole() -> None:
+    decoder = SseDecoder(1000, find_response_ids=True)
+    assert decoder.feed(b'data: {"result": "' + b"a" * 2000) == []
+    for _ in range(100):
+        assert decoder.feed(b"a" * 10_000) == []
+        assert decoder.buffered <= 1000 + 4096
+    (note,) = decoder.feed(b'", "id": 5}\n\n')
+    assert note.response_ids == (5,) and note.size == len(b'{"result": "') + 2000 + 100 * 10_000 + len(b'", "id": 5}')
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(max_size=80), max_size=10), st.integers(min_value=1, max_value=100))
+def test_sse_finding_response_ids_yields_the_same_events_and_one_note_per_oversized_event(
+    chunks: List[bytes], limit: int
+) -> None:
+    plain, scanning = SseDecoder(limit), SseDecoder(limit, find_response_ids=True)
+    seen_plain = [frame for chunk in chunks for frame in plain.feed(chunk)] + plain.end()
+    seen_scanning: List[Any] = []
+    for chunk in chunks:
+        seen_scanning += scanning.feed(chunk)
+        assert scanning.buffered <= limit + 4096
+    seen_scanning += scanning.end()
+    assert [f for f in sse_items(seen_plain) if not isinstance(f, Oversized)] == [
+        f for f in sse_items(seen_scanning) if not isinstance(f, Oversized)
+    ]
+    assert sum(isinstance(f, Oversized) for f in seen_plain) == sum(isinstance(f, Oversized) for f in seen_scanning)

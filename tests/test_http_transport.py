@@ -8,6 +8,7 @@ official MCP Python SDK's server as a child process.
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import logging
@@ -75,8 +76,12 @@ class RecordingSink:
         self.failed: queue.Queue[Tuple[List[RequestId], JsonRpcError]] = queue.Queue()
         self.closed: List[TransportClosed] = []
 
-    def message_received(self, data: bytes) -> None:
+    def message_received(self, data: bytes) -> Sequence[RequestId]:
+        """Records ``data``; returns the ids of the responses in it, as the client does."""
         self.messages.put(data)
+        value = json.loads(data)
+        items = value if isinstance(value, list) else [value]
+        return [item["id"] for item in items if isinstance(item, dict) and "method" not in item and "id" in item]
 
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         self.failed.put((list(request_ids), error))
@@ -344,6 +349,26 @@ def test_garbage_body_is_http_error(peer: HttpPeer) -> None:
         assert client.call("echo", [1]) == [1]
 
 
+def test_what_an_answer_settled_is_what_the_sink_says(peer: HttpPeer) -> None:
+    # The transport strikes the ids the sink returns; it never decodes an answer to find them.
+    class SaysNothing(RecordingSink):
+        def message_received(self, data: bytes) -> Sequence[RequestId]:
+            super().message_received(data)
+            return ()
+
+    for modes in ((), ("sse",)):
+        sink = SaysNothing()
+        transport = HttpTransport(peer.url_with(*modes))
+        transport.start(sink)
+        try:
+            transport.send(request_bytes(3, "echo", ["x"]), [3])
+            assert sink.next_message()["id"] == 3  # delivered ...
+            failed_ids, error = sink.failed.get(timeout=WAIT_S)  # ... yet unanswered for the transport
+            assert failed_ids == [3] and isinstance(error, HttpError)
+        finally:
+            transport.close()
+
+
 def test_garbage_events_are_skipped(peer: HttpPeer) -> None:
     with make_client(peer.url_with("sse")) as client:
         assert client.call("garbage") == "ok"
@@ -531,6 +556,24 @@ def test_call_to_a_stalled_server_ends_at_its_deadline(peer: HttpPeer, kind: str
             client.call(method, params, timeout=0.3)
         assert time.monotonic() - started < 0.3 + DEADLINE_SLACK_S
         assert client.call("echo", ["usable"]) == ["usable"]
+
+
+def test_a_stream_that_ends_with_its_connection_is_interrupted_when_abandoned(peer: HttpPeer) -> None:
+    # No length, no chunks: http.client hands the socket over to the answer, which reads it to the
+    # end of the connection.  A notification, then a keep-alive comment every 50 ms (no event that
+    # would let the reader look up): only shutting that socket down frees the one pool thread.
+    notification = 'data: {"jsonrpc": "2.0", "method": "started", "params": {}}\n\n'
+    params = {"content_type": "text/event-stream", "chunks": [notification] + [": keep-alive\n"] * 2000}
+    params.update({"chunked": False, "content_length": "none", "interval": 0.05})
+    with make_client(peer.url, max_workers=1) as client:
+        reading = threading.Event()
+        client.on_notification("started", lambda _: reading.set())
+        stuck = client.request("raw_answer", params, timeout=None)
+        assert reading.wait(WAIT_S)  # the answer is being read
+        assert stuck.cancel()
+        started = time.monotonic()
+        assert client.request("echo", ["usable"]).result(WAIT_S) == ["usable"]
+        assert time.monotonic() - started < 1.0 + DEADLINE_SLACK_S
 
 
 def test_call_waiting_to_resume_ends_at_its_deadline(peer: HttpPeer) -> None:
@@ -1018,3 +1061,15 @@ def test_against_the_official_sdk_server(sdk_server: Tuple[str, str]) -> None:
         assert [f.result(WAIT_S)["structuredContent"]["result"] for f in futures] == [1, 2, 3, 4, 5]
         with pytest.raises(JsonRpcError):
             client.call("no/such/method")
+
+
+def test_the_direct_path_is_chosen_in_one_place() -> None:
+    # The direct path (transports/_httpbase/direct.py) is a measured strategy over the plain one:
+    # one module imports it, where it is chosen.
+    package = Path(__file__).resolve().parent.parent / "jsonrpc_threads"
+    importers = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "direct":
+                importers.append(path.relative_to(package).as_posix())
+    assert importers == ["transports/_httpbase/endpoint.py"]

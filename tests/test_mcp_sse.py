@@ -16,10 +16,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from typing import Any, Dict, Iterator, List
+from concurrent.futures import Future
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
+import requests.auth
 
 from jsonrpc_threads import (
     HttpError,
@@ -40,6 +43,10 @@ from .peers.sse_peer import SsePeer
 
 #: Upper bound for any single wait in these tests.
 WAIT_S = 20.0
+#: A short wait: what a step that should be at once may take on a loaded machine.
+SHORT_S = 0.5
+#: The name of the threads that send a message without requests when the transport has hooks.
+SSE_SENDER_THREAD = "jsonrpc-sse-send["
 
 
 @pytest.fixture
@@ -109,6 +116,21 @@ def test_an_event_over_the_limit_fails_only_its_request(peer: SsePeer) -> None:
         assert client.call("add", [1, 1]) == 2
 
 
+def test_an_oversized_event_fails_its_own_request_and_never_another(peer: SsePeer) -> None:
+    # Issue 37, item 4: the answer is written result first (as the TypeScript SDK does), and its
+    # result holds an "id" that is another pending request's.  That one must get its own answer.
+    with connect(peer.url_with(), default_timeout=WAIT_S, max_message_bytes=4096) as client:
+        innocent = client.request("gated", {"gate": "innocent", "result": "mine"})
+        started = time.monotonic()
+        with pytest.raises(MessageTooLarge):
+            params = {"bytes": 10_000, "result_first": True, "nested_id": innocent.request_id}
+            client.call("oversized", params, timeout=SHORT_S * 10)
+        assert time.monotonic() - started < SHORT_S * 10  # failed at once, not at its deadline
+        assert not innocent.done()
+        assert client.call("release", {"gate": "innocent"}) is True
+        assert innocent.result(WAIT_S) == "mine"
+
+
 def test_a_broken_stream_is_resumed_with_last_event_id(peer: SsePeer) -> None:
     # The stream ends after each message: every answer needs a resumption.
     with connect(peer.url_with("ids", "cut=1"), default_timeout=WAIT_S, max_reconnects=2) as client:
@@ -167,6 +189,50 @@ def test_a_refused_stream_ends_the_transport_at_once(peer: SsePeer) -> None:
     assert len(peer.gets) == 1
 
 
+def test_notify_racing_close_raises_transport_closed(peer: SsePeer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 37, item 2.  The stream's thread is held in the header provider before its first
+    # GET (so no endpoint comes, and the stream cannot end before the race is over); the
+    # notification's sender thread is waiting for the endpoint when close() begins.
+    gate = threading.Event()
+    sender_waits = threading.Event()
+    condition_wait = threading.Condition.wait
+
+    def watched_wait(self: threading.Condition, timeout: Optional[float] = None) -> bool:
+        if threading.current_thread().name.startswith(SSE_SENDER_THREAD):
+            sender_waits.set()
+        return condition_wait(self, timeout)
+
+    def held_headers() -> Dict[str, str]:
+        gate.wait(WAIT_S)
+        return {}
+
+    monkeypatch.setattr(threading.Condition, "wait", watched_wait)
+    client = JsonRpcClient(SseTransport(peer.url_with(), header_provider=held_headers), default_timeout=WAIT_S)
+    outcome: Future[None] = Future()
+
+    def notify() -> None:
+        try:
+            client.notify("note", {"x": 1})
+            outcome.set_result(None)
+        except BaseException as exc:  # AssertionError before the fix: the point of the test
+            outcome.set_exception(exc)
+
+    notifier = threading.Thread(target=notify, name="test-notifier")
+    notifier.start()
+    closer = threading.Thread(target=client.close, name="test-closer")
+    try:
+        assert sender_waits.wait(WAIT_S)
+        closer.start()
+        error = outcome.exception(WAIT_S)
+    finally:
+        gate.set()
+        notifier.join(WAIT_S)
+        if closer.ident is not None:
+            closer.join(WAIT_S)
+        client.close()
+    assert isinstance(error, TransportClosed), repr(error)
+
+
 def test_close_is_bounded_and_fails_what_is_pending(peer: SsePeer) -> None:
     client = connect(peer.url_with(), default_timeout=WAIT_S)
     futures = [client.request("never", timeout=None) for _ in range(10)]
@@ -176,6 +242,26 @@ def test_close_is_bounded_and_fails_what_is_pending(peer: SsePeer) -> None:
     assert time.monotonic() - started < 5.0
     assert all(isinstance(f.exception(WAIT_S), TransportClosed) for f in futures)
     client.close()  # idempotent
+
+
+def test_a_legacy_transport_is_made_with_the_settings_of_a_streamable_one() -> None:
+    auth = requests.auth.HTTPBasicAuth("user", "secret")
+    http = HttpTransport(
+        "http://127.0.0.1:9/mcp", headers={"X-Team": "a"}, auth=auth, read_timeout=7.0, max_resumptions=5, verify=False
+    )
+    legacy = SseTransport.from_settings("http://127.0.0.1:9/sse", http.settings)
+    made: Any = http.legacy_transport()
+    again = HttpTransport.from_settings(http.url, http.settings)
+    try:
+        assert isinstance(made, SseTransport) and made.url == http.url
+        assert legacy.settings == made.settings == http.settings == again.settings
+        assert legacy.settings.max_resumptions == 5 and legacy.settings.auth is auth
+        assert dict(legacy.settings.headers) == {"X-Team": "a"}
+        with pytest.raises(TypeError):
+            legacy.settings.headers["X-Other"] = "b"  # type: ignore[index]
+    finally:
+        for transport in (http, legacy, made, again):
+            transport.close()
 
 
 def test_bad_arguments_are_refused_where_they_enter() -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import ast
 import logging
 import os
+import subprocess
 import sys
 import textwrap
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -206,6 +208,21 @@ def test_stdio_line_over_the_limit_is_refused_without_being_held(caplog: pytest.
         assert client.call("echo", ["still fine"], timeout=WAIT_S) == ["still fine"]
 
 
+def test_stdio_an_oversized_answer_with_its_result_before_its_id_fails_its_request_at_once() -> None:
+    # Issue 37, item 5: the TypeScript SDK writes "result" before "id"; the result holds an "id" too,
+    # that of another pending request, which must not be failed in its place.
+    with JsonRpcClient(StdioTransport(peer_command("stdio_peer"), max_line_bytes=LIMIT)) as client:
+        innocent = client.request("never", timeout=None)
+        started = time.monotonic()
+        params = {"bytes": 4 * LIMIT, "result_first": True, "nested_id": innocent.request_id}
+        with pytest.raises(MessageTooLarge):
+            client.call("oversized", params, timeout=WAIT_S / 2)
+        assert time.monotonic() - started < WAIT_S / 2  # at once, not at its deadline
+        assert not innocent.done()
+        assert client.call("echo", ["still fine"], timeout=WAIT_S) == ["still fine"]
+        assert innocent.cancel()
+
+
 @pytest.mark.parametrize(
     ("how", "what"),
     [("content-length", "HTTP answer body"), ("chunked", "HTTP answer body"), ("sse", "SSE event")],
@@ -333,6 +350,42 @@ def test_no_secret_in_any_log_record_across_a_full_exchange(peer: HttpPeer, capl
         r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool" and '"POST ' in r.getMessage()
     ]
     assert request_lines and all("?<redacted>" in line for line in request_lines)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_process_forked_while_the_log_filter_was_being_installed_can_install_it() -> None:
+    # A thread holds the install lock at the fork: without the lock made anew in the child
+    # (registered with _fork.at_fork_in_child), the child's first transport would deadlock.
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys, threading, warnings
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sys.path.insert(0, {str(REPO)!r})
+        from jsonrpc_threads.transports import redact
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            with redact._install_lock:
+                held.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(30)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(10)  # a deadlocked child dies of SIGALRM
+            redact.install_log_filter()
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        holder.join()
+        print("child:", "installed" if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else status)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "child: installed" in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("path", ["call", "request", "notify", "listen"])

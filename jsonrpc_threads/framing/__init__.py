@@ -11,8 +11,10 @@ and call these around their reads and writes.
 - :mod:`.sse`: server-sent events (MCP Streamable HTTP answers and listen streams).
 
 Every decoder enforces a size limit without ever holding an oversized
-message whole: it reports :class:`Oversized` (with the head of the message,
-to find the id of a response it was) and skips the rest as it arrives.
+message whole: it skips the message as it arrives and reports
+:class:`Oversized`, with the ids of the responses the message held where it
+could tell (:mod:`.response_ids`: the one scan for them, so that a transport
+fails the request an oversized answer was for, and no other).
 """
 
 from __future__ import annotations

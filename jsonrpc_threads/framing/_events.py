@@ -6,9 +6,9 @@ from .._records import Record
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
-    from typing import Union
+    from typing import Tuple, Union
 
-#: Bytes kept of a message over the limit: enough to find the id of a response.
+#: Bytes kept of a message over the limit, for a log line.
 OVERSIZED_HEAD_BYTES = 64 * 1024
 
 
@@ -19,17 +19,22 @@ class Oversized(Record):
         head: its first bytes (at most :data:`OVERSIZED_HEAD_BYTES`).
         size: how many bytes it had (at least; the framing's own bytes excluded).
         limit: the limit it broke.
+        response_ids: the ids of the responses it held, found as its bytes went
+            by (:mod:`.response_ids`); ``()`` when it held none, or when that
+            is unknown (a message cut short, or not JSON).
     """
 
-    __slots__ = ("head", "limit", "size")
+    __slots__ = ("head", "limit", "response_ids", "size")
     head: bytes
     size: int
     limit: int
+    response_ids: Tuple[Union[int, str], ...]
 
-    def __init__(self, head: bytes, size: int, limit: int) -> None:
+    def __init__(self, head: bytes, size: int, limit: int, response_ids: Tuple[Union[int, str], ...] = ()) -> None:
         object.__setattr__(self, "head", head)
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "response_ids", response_ids)
 
 
 class FramingError(Record):

@@ -16,7 +16,8 @@ it is skipped and decoding goes on with the next header part, so one bad
 message never poisons the stream.  Bytes that never form a header part (no
 blank line within :data:`MAX_HEADER_BYTES`) are skipped up to the next
 ``Content-Length`` the decoder finds.  A body longer than the limit is
-skipped as it arrives and reported as :class:`~jsonrpc_threads.framing.Oversized`.
+skipped as it arrives (scanned for the ids of the responses it holds, see
+:mod:`.response_ids`) and reported as :class:`~jsonrpc_threads.framing.Oversized`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import re
 
 from ._events import OVERSIZED_HEAD_BYTES, FramingError, Oversized
+from .response_ids import ResponseIdScan, response_ids
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ class ContentLengthDecoder:
         max_message_bytes: the largest body accepted.
     """
 
-    __slots__ = ("_buffer", "_discard_head", "_discard_left", "_discard_size", "_limit", "_need")
+    __slots__ = ("_buffer", "_discard_head", "_discard_left", "_discard_scan", "_discard_size", "_limit", "_need")
 
     def __init__(self, max_message_bytes: int) -> None:
         if max_message_bytes <= 0:
@@ -63,6 +65,7 @@ class ContentLengthDecoder:
         self._discard_left = 0  # bytes of an oversized body still to drop
         self._discard_head = b""
         self._discard_size = 0
+        self._discard_scan = ResponseIdScan()  # made anew for each oversized body
 
     @property
     def buffered(self) -> int:
@@ -74,6 +77,7 @@ class ContentLengthDecoder:
         out: List[Frame] = []
         if self._discard_left:
             skipped = data[: self._discard_left]
+            self._discard_scan.feed(skipped)
             room = OVERSIZED_HEAD_BYTES - len(self._discard_head)
             if room > 0:
                 self._discard_head += skipped[:room]
@@ -82,7 +86,9 @@ class ContentLengthDecoder:
                 return out
             data = data[self._discard_left :]
             self._discard_left = 0
-            out.append(Oversized(self._discard_head, self._discard_size, self._limit))
+            out.append(
+                Oversized(self._discard_head, self._discard_size, self._limit, self._discard_scan.response_ids())
+            )
             self._discard_head = b""
         buffer = self._buffer
         buffer += data
@@ -110,15 +116,12 @@ class ContentLengthDecoder:
                 if length > self._limit:
                     available = len(buffer) - position
                     if available >= length:
-                        out.append(
-                            Oversized(
-                                bytes(buffer[position : position + min(length, OVERSIZED_HEAD_BYTES)]),
-                                length,
-                                self._limit,
-                            )
-                        )
+                        body = bytes(buffer[position : position + length])
+                        out.append(Oversized(body[:OVERSIZED_HEAD_BYTES], length, self._limit, response_ids(body)))
                         position += length
                         continue
+                    self._discard_scan = ResponseIdScan()
+                    self._discard_scan.feed(bytes(buffer[position:]))
                     self._discard_head = bytes(buffer[position : position + OVERSIZED_HEAD_BYTES])
                     self._discard_size = length
                     self._discard_left = length - available
@@ -136,7 +139,7 @@ class ContentLengthDecoder:
     def end(self) -> List[Frame]:
         """End of stream: a cut message is reported, never delivered."""
         out: List[Frame] = []
-        if self._discard_left:
+        if self._discard_left:  # cut short: which responses it held is unknown
             out.append(Oversized(self._discard_head, self._discard_size, self._limit))
         elif self._need is not None or self._buffer.strip():
             out.append(FramingError("stream ended inside a message", bytes(self._buffer[:_EXCERPT_BYTES])))

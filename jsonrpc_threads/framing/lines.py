@@ -6,13 +6,16 @@ and left in place, blank lines are skipped, and a last line without its
 newline is handed back by :meth:`LineDecoder.end` at end of stream.
 
 A line longer than the limit is never held whole: its head is kept, the rest
-is counted and dropped as it arrives, and once its newline comes the decoder
-hands back one :class:`~jsonrpc_threads.framing.Oversized`.
+is counted, scanned for the ids of the responses it holds
+(:class:`~jsonrpc_threads.framing.response_ids.ResponseIdScan`) and dropped as
+it arrives, and once its newline comes the decoder hands back one
+:class:`~jsonrpc_threads.framing.Oversized`.
 """
 
 from __future__ import annotations
 
 from ._events import OVERSIZED_HEAD_BYTES, Oversized
+from .response_ids import ResponseIdScan, response_ids
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,7 +50,15 @@ class LineDecoder:
             (the peer frames with headers: a hint for the error message).
     """
 
-    __slots__ = ("_discard_head", "_discard_size", "_discarding", "_limit", "_partial", "saw_content_length")
+    __slots__ = (
+        "_discard_head",
+        "_discard_scan",
+        "_discard_size",
+        "_discarding",
+        "_limit",
+        "_partial",
+        "saw_content_length",
+    )
 
     def __init__(self, max_line_bytes: int) -> None:
         if max_line_bytes <= 0:
@@ -57,6 +68,7 @@ class LineDecoder:
         self._discarding = False  # inside a line over the limit: drop bytes until its newline
         self._discard_head = b""
         self._discard_size = 0
+        self._discard_scan = ResponseIdScan()  # made anew for each oversized line
         self.saw_content_length = False
 
     @property
@@ -71,6 +83,7 @@ class LineDecoder:
             newline = data.find(b"\n")
             skipped = data if newline < 0 else data[:newline]
             self._discard_size += len(skipped)
+            self._discard_scan.feed(skipped)
             room = OVERSIZED_HEAD_BYTES - len(self._discard_head)
             if room > 0:
                 self._discard_head += skipped[:room]
@@ -115,19 +128,21 @@ class LineDecoder:
 
     def _emit(self, line: bytes, out: List[Frame]) -> None:
         if len(line) > self._limit:
-            out.append(Oversized(line[:OVERSIZED_HEAD_BYTES], len(line), self._limit))
+            out.append(Oversized(line[:OVERSIZED_HEAD_BYTES], len(line), self._limit, response_ids(line)))
         elif line and not line.isspace():
             if line[:1] not in (b"{", b"[") and line[:15].lower() == _CONTENT_LENGTH_PREFIX:
                 self.saw_content_length = True
             out.append(line)
 
-    def _begin_discard(self, head: bytes, size: int) -> None:
+    def _begin_discard(self, start: bytes, size: int) -> None:
         self._discarding = True
-        self._discard_head = head[:OVERSIZED_HEAD_BYTES]
+        self._discard_head = start[:OVERSIZED_HEAD_BYTES]
         self._discard_size = size
+        self._discard_scan = ResponseIdScan()
+        self._discard_scan.feed(start)
 
     def _end_discard(self) -> Oversized:
-        note = Oversized(self._discard_head, self._discard_size, self._limit)
+        note = Oversized(self._discard_head, self._discard_size, self._limit, self._discard_scan.response_ids())
         self._discarding = False
         self._discard_head = b""
         self._discard_size = 0

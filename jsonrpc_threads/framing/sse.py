@@ -27,13 +27,18 @@ bounds every read (it pulls from a blocking iterator), drops events with empty
 data, dispatches an event cut by the end of the stream and has no size limit;
 so the decoding is done here, and the type is its.
 
-Size limit.  An event is never held whole beyond the limit: as soon as its
+Size limit.  An event is never held whole beyond the limit: once its
 ``data`` (in UTF-8 bytes, the joining LFs counted) crosses the limit, or any
 of its lines grows longer than the limit plus :data:`FIELD_SLACK_BYTES`, the
-decoder hands back one :class:`~jsonrpc_threads.framing.Oversized` (with the
-first bytes of the data, to find the id of a response it was) and drops the
-rest of that event as it arrives.  A comment line is dropped as it arrives,
-however long.
+rest of that event is dropped as it arrives, and the decoder hands back one
+:class:`~jsonrpc_threads.framing.Oversized` (with the first bytes of the
+data) for it.  When: as soon as the event crosses the limit (a transport that
+fails the exchange at once needs no more), or, with ``find_response_ids``,
+once the event ends, its ``data`` having been scanned as it went by for the
+ids of the responses it held
+(:class:`~jsonrpc_threads.framing.response_ids.ResponseIdScan`), so that a
+transport on which one stream carries every answer fails only the request
+the event answered.  A comment line is dropped as it arrives, however long.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, List, Optional, Union
 
 from ._events import OVERSIZED_HEAD_BYTES, Oversized
+from .response_ids import ResponseIdScan
 
 if TYPE_CHECKING:
 
@@ -70,6 +76,10 @@ _BOM = b"\xef\xbb\xbf"
 _KEEP = 0
 _COMMENT = 1  # a comment line
 _DISCARD = 2  # a line of an oversized event
+_SNIFF = 3  # the start of a line of an oversized event, kept until its field name is known
+_DISCARD_DATA = 4  # a data line of an oversized event: scanned as it is dropped
+#: Bytes of a line of an oversized event enough to know whether it is a data line ("data: ").
+_SNIFF_BYTES = 6
 
 
 class SseDecoder:
@@ -80,6 +90,9 @@ class SseDecoder:
 
     Args:
         max_event_bytes: the largest ``data`` of one event accepted, in bytes.
+        find_response_ids: report an oversized event once it ends, with the
+            ids of the responses its data held (see the module docstring);
+            else as soon as it crosses the limit, without them.
     """
 
     __slots__ = (
@@ -96,10 +109,14 @@ class SseDecoder:
         "_line_mode",
         "_line_seen",
         "_retry",
+        "_scan",
+        "_scanned",
+        "_skipped",
+        "_skipped_size",
         "_start",
     )
 
-    def __init__(self, max_event_bytes: int) -> None:
+    def __init__(self, max_event_bytes: int, *, find_response_ids: bool = False) -> None:
         if max_event_bytes <= 0:
             raise ValueError("max_event_bytes must be positive")
         self._limit = max_event_bytes
@@ -116,6 +133,12 @@ class SseDecoder:
         self._event = ""
         self._retry: Optional[int] = None
         self._fields = False  # the current event has a field
+        # With find_response_ids, the oversized event being dropped: its scan, whether
+        # data went into it yet, and its note so far (reported when the event ends).
+        self._scan: Optional[ResponseIdScan] = ResponseIdScan() if find_response_ids else None
+        self._scanned = False
+        self._skipped: Optional[Oversized] = None
+        self._skipped_size = 0
 
     @property
     def buffered(self) -> int:
@@ -152,7 +175,13 @@ class SseDecoder:
         return out
 
     def end(self) -> List[SseFrame]:
-        """End of stream: an event not ended by a blank line is dropped.  The decoder starts over."""
+        """End of stream: an event not ended by a blank line is dropped.  The decoder starts over.
+
+        An oversized event cut off here is reported (when it was not yet), without ids.
+        """
+        skipped = self._skipped
+        out: List[SseFrame] = [] if skipped is None else [Oversized(skipped.head, self._skipped_size, self._limit)]
+        self._forget_oversized()
         self._start = b""
         self._after_cr = False
         self._line.clear()
@@ -160,14 +189,21 @@ class SseDecoder:
         self._line_seen = False
         self._discarding = False
         self._reset_event()
-        return []
+        return out
 
     # -- lines --------------------------------------------------------------------------
 
     def _extend_line(self, piece: bytes, out: List[SseFrame]) -> None:
         """More bytes of the current line (its end not seen yet)."""
-        if self._line_mode != _KEEP:
+        mode = self._line_mode
+        if mode != _KEEP:
             self._line_seen = True
+            if mode == _DISCARD_DATA:
+                self._skip_data(piece)
+            elif mode == _SNIFF:
+                self._line += piece
+                if len(self._line) >= _SNIFF_BYTES:
+                    self._sniffed(ended=False)
             return
         line = self._line
         if not line and piece[:1] == b":":
@@ -177,19 +213,18 @@ class SseDecoder:
         line += piece
         if len(line) <= self._limit - self._data_size:
             return  # cannot have crossed either limit yet
-        if line[:5] == b"data:":
+        is_data = line[:5] == b"data:"
+        if is_data:
             start = 6 if line[5:6] == b" " else 5
             size = self._data_size + (1 if self._data else 0) + len(line) - start
             crossed = size > self._limit
-            pieces = [*self._data, bytes(line[start : start + OVERSIZED_HEAD_BYTES])]
         else:
             size = self._data_size + len(line)
             crossed = len(line) > self._line_limit
-            pieces = self._data
         if crossed:
-            self._oversized(pieces, size, out)
+            self._oversized([*self._data, bytes(line[start:])] if is_data else self._data, size, out)
             line.clear()
-            self._line_mode = _DISCARD
+            self._line_mode = _DISCARD_DATA if is_data and self._scan is not None else _DISCARD
             self._line_seen = True
 
     def _end_line(self, piece: bytes, out: List[SseFrame]) -> None:
@@ -204,10 +239,18 @@ class SseDecoder:
             else:
                 text = piece
             self._take(text, out)
-        elif mode == _DISCARD and not piece and not self._line_seen:
-            self._discarding = False  # the blank line that ends the oversized event
+        elif (mode in (_DISCARD, _SNIFF)) and not piece and not self._line_seen:
+            self._end_oversized(out)  # the blank line that ends the oversized event
+        elif mode == _SNIFF:
+            self._line += piece
+            self._sniffed(ended=True)
+        elif mode == _DISCARD_DATA:
+            self._skip_data(piece)
         self._line_seen = False
-        self._line_mode = _DISCARD if self._discarding else _KEEP
+        if not self._discarding:
+            self._line_mode = _KEEP
+        else:
+            self._line_mode = _DISCARD if self._scan is None else _SNIFF
 
     def _take(self, line: bytes, out: List[SseFrame]) -> None:
         """One whole line of the current event."""
@@ -217,7 +260,7 @@ class SseDecoder:
         if line[:1] == b":":
             return
         if len(line) > self._line_limit:
-            name, _, value = line[: OVERSIZED_HEAD_BYTES + 8].partition(b":")
+            name, _, value = line.partition(b":")
             pieces = [*self._data, _strip_space(value)] if name == b"data" else self._data
             self._oversized(pieces, self._data_size + len(line), out)
             return
@@ -261,10 +304,59 @@ class SseDecoder:
         self._reset_event()
 
     def _oversized(self, pieces: List[bytes], size: int, out: List[SseFrame]) -> None:
-        """The event crossed the limit: report it now, drop the rest of it as it arrives."""
-        out.append(Oversized(_head(pieces), size, self._limit))
+        """The event crossed the limit: report it (now, or once it ended), drop the rest of it as it arrives.
+
+        ``pieces``: its data so far (the data lines, and the value of the line
+        that crossed the limit when it is a data line).
+        """
+        note = Oversized(_head(pieces), size, self._limit)
         self._discarding = True
         self._reset_event()
+        scan = self._scan
+        if scan is None:
+            out.append(note)
+            return
+        self._skipped = note
+        self._skipped_size = size
+        for index, piece in enumerate(pieces):
+            if index:
+                scan.feed(b"\n")
+            scan.feed(piece)
+        self._scanned = bool(pieces)
+
+    def _sniffed(self, *, ended: bool) -> None:
+        """The start of a line of an oversized event (``self._line``; all of it when ``ended``) tells its field."""
+        start = bytes(self._line)
+        self._line.clear()
+        if start[:5] != b"data:" and not (ended and start == b"data"):
+            self._line_mode = _DISCARD
+            return
+        self._line_mode = _DISCARD_DATA
+        if self._scanned:
+            self._skip_data(b"\n")  # data lines are joined with LF
+        self._scanned = True
+        self._skip_data(start[6:] if start[5:6] == b" " else start[5:])
+
+    def _skip_data(self, piece: bytes) -> None:
+        """Data of the oversized event being dropped: scanned and counted."""
+        assert self._scan is not None
+        self._scan.feed(piece)
+        self._skipped_size += len(piece)
+
+    def _end_oversized(self, out: List[SseFrame]) -> None:
+        """The oversized event ended (a blank line): report it now if not yet, with the ids scanned."""
+        self._discarding = False
+        skipped = self._skipped
+        if skipped is not None and self._scan is not None:
+            out.append(Oversized(skipped.head, self._skipped_size, self._limit, self._scan.response_ids()))
+        self._forget_oversized()
+
+    def _forget_oversized(self) -> None:
+        if self._skipped is not None:
+            self._scan = ResponseIdScan()
+        self._skipped = None
+        self._skipped_size = 0
+        self._scanned = False
 
     def _reset_event(self) -> None:
         self._data = []

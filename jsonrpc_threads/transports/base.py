@@ -61,10 +61,19 @@ from ..errors import JsonRpcError, RequestId, TransportClosed
 
 
 class MessageSink(Protocol):
-    """What a transport calls back into.  Implemented by the client; thread-safe."""
+    """What a transport calls back into.  Implemented by the client; thread-safe.
 
-    def message_received(self, data: bytes) -> None:
-        """One complete JSON text (a message or a batch) arrived."""
+    :meth:`message_received` returns the ids of the responses the message
+    carried (those the client took as answers and settled, or dropped as late:
+    a response with a valid id, alone or in a batch), and nothing for anything
+    else (a request, a notification, text that is not JSON).  A transport that
+    tracks what it still owes (an HTTP exchange reads its stream until every
+    request it carried is answered) strikes those ids: it never decodes a
+    message itself to learn what it answered.
+    """
+
+    def message_received(self, data: bytes) -> Sequence[RequestId]:
+        """One complete JSON text (a message or a batch) arrived; returns the ids of the responses in it."""
 
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         """The requests with these ids failed in transit; settle them with ``error``."""

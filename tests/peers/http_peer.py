@@ -80,7 +80,8 @@ Methods (result in parentheses), as the stdio peer where they make sense:
   JSON) ``repeat`` times (with ``gzip``: all of them compressed, as one chunk, with
   ``Content-Encoding: gzip``), as chunked transfer unless ``chunked`` is false
   (then with ``Content-Length``: ``content_length`` if given, else the true
-  length), ``interval`` seconds apart
+  length; ``"content_length": "none"``: no length, ``Connection: close``, the
+  body ending with the connection), ``interval`` seconds apart
   (a slowloris body: a few bytes at a time, never done), then ``then``: ``end``,
   ``stall`` (holds the connection, body unfinished, until the server shuts
   down) or ``reset`` (drops the connection)
@@ -202,7 +203,10 @@ class _StreamedAnswer(Exception):
             self.headers["Content-Encoding"] = "gzip"
         self.chunked = bool(params.get("chunked", True))
         length = params.get("content_length")
-        self.content_length = int(length) if length is not None else sum(len(chunk) for chunk in self.chunks)
+        self.close_delimited = length == "none"
+        self.content_length = (
+            int(length) if length is not None and not self.close_delimited else sum(len(c) for c in self.chunks)
+        )
         self.interval = float(params.get("interval", 0))
         self.then = str(params.get("then", "end"))
 
@@ -812,6 +816,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         if answer.chunked:
             self.send_header("Transfer-Encoding", "chunked")
+        elif answer.close_delimited:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         else:
             self.send_header("Content-Length", str(answer.content_length))
         self.end_headers()

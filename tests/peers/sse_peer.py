@@ -23,11 +23,14 @@ the GET's ``mode`` query parameter (comma-separated):
 - ``refuse``: the GET answers 404.
 
 Methods: ``echo`` (params), ``add`` [a, b], ``sleep`` {"seconds", "result"},
-``never`` (no answer until shutdown), ``headers`` (the POST's headers, names
-in lower case), ``notify`` {"method", "params", "count"} (count
-notifications, then count), ``oversized`` {"bytes", "response"} (a
-notification of about that many bytes then "ok", or the answer itself that
-big), ``notifications_log`` {"wait_for", "timeout"} (the notifications the
+``never`` (no answer until shutdown), ``gated`` {"gate", "result"} (the
+result once ``release`` {"gate"} was called; True), ``headers`` (the POST's
+headers, names in lower case), ``notify`` {"method", "params", "count"} (count
+notifications, then count), ``oversized`` {"bytes", "response", "result_first",
+"nested_id"} (a notification of about that many bytes then "ok", or the answer
+itself that big; with "result_first", written as the TypeScript SDK orders it,
+``result`` before ``id``, the result holding an object with the id
+"nested_id"), ``notifications_log`` {"wait_for", "timeout"} (the notifications the
 client sent this session), ``reverse_call`` {"method", "params"} (a request to
 the client; its answer).  Unknown methods answer -32601.
 """
@@ -73,6 +76,8 @@ class SsePeer:
         self.sessions: Dict[str, Session] = {}
         self.gets: List[Dict[str, str]] = []  # the headers of every GET
         self._stopping = threading.Event()
+        self._gates_lock = threading.Lock()
+        self._gates: Dict[str, threading.Event] = {}  # by name, made by whichever of gated/release comes first
         peer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -104,6 +109,9 @@ class SsePeer:
 
     def close(self) -> None:
         self._stopping.set()
+        with self._gates_lock:
+            for gate in self._gates.values():
+                gate.set()
         for session in list(self.sessions.values()):
             with session.lock:
                 session.closed = True
@@ -247,6 +255,10 @@ class SsePeer:
             for answer in answers:
                 session.send(answer)
 
+    def _gate(self, name: str) -> threading.Event:
+        with self._gates_lock:
+            return self._gates.setdefault(name, threading.Event())
+
     def _answer(self, session: Session, request: Dict[str, Any], headers: Dict[str, str]) -> Optional[Dict[str, Any]]:
         method, params, rid = request["method"], request.get("params"), request["id"]
 
@@ -269,8 +281,17 @@ class SsePeer:
             for _ in range(params.get("count", 1)):
                 session.send({"jsonrpc": "2.0", "method": params["method"], "params": params.get("params")})
             return result(params.get("count", 1))
+        if method == "gated":
+            self._gate(params["gate"]).wait()
+            return result(params.get("result"))
+        if method == "release":
+            self._gate(params["gate"]).set()
+            return result(True)
         if method == "oversized":
             blob = "x" * int(params["bytes"])
+            if params.get("result_first"):
+                content = {"type": "text", "text": blob, "id": params.get("nested_id")}
+                return {"result": {"content": [content]}, "jsonrpc": "2.0", "id": rid}
             if params.get("response"):
                 return result(blob)
             session.send({"jsonrpc": "2.0", "method": "big", "params": {"blob": blob}})

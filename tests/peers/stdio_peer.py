@@ -25,7 +25,9 @@ Methods (result in parentheses):
 - ``garbage`` (writes ``this is not json`` and ``{"jsonrpc": "2.0"}``, then "ok")
 - ``oversized`` {"bytes": n, "response": false} (writes a notification
   ``oversized`` of about n bytes, then "ok"; with "response": true the answer
-  itself is a string of n bytes instead)
+  itself is a string of n bytes instead; with "result_first": true the answer
+  holds n bytes and is written as the TypeScript SDK orders it, ``result``
+  before ``id``, its result holding an object with the id "nested_id")
 - ``stderr_flood`` {"bytes": n} (n bytes of 100-byte lines on stderr, then the
   line ``stderr flood done``, then n)
 - ``spawn_grandchild`` {"new_session": bool} (starts ``sleep(3600)`` in a
@@ -279,6 +281,10 @@ class Peer:
     def m_oversized(self, params: Any, request_id: Any) -> Any:
         params = params or {}
         size = int(params.get("bytes", 1024 * 1024))
+        if params.get("result_first"):
+            content = {"type": "text", "text": "x" * size, "id": params.get("nested_id")}
+            self.send({"result": {"content": [content]}, "jsonrpc": "2.0", "id": request_id})
+            return NO_ANSWER
         if params.get("response"):
             return "x" * size
         self.send({"jsonrpc": "2.0", "method": "oversized", "params": {"data": "x" * size}})

@@ -1,4 +1,4 @@
-"""One POST and its answer: JSON, SSE or 202, and the resumption of a broken SSE stream.
+"""One POST and its answer: JSON, SSE or 202.
 
 Theory of operation.  A message goes out as one POST with ``Accept:
 application/json, text/event-stream``; the answer is handled without
@@ -9,18 +9,17 @@ knowing what the messages mean (no method name is ever read):
   arrives; the server's requests and notifications (progress, sampling) come
   before the response, while the caller waits;
 - ``202 Accepted`` with no body: the answer to notifications and responses;
-- anything else fails the requests it carried (:mod:`._errors` maps the status).
+- anything else fails the requests it carried (:mod:`.._httpbase.errors`
+  maps the status).
 
-To know whether an SSE stream broke before it delivered the responses it
-owes, each event's JSON is peeked at for an ``id`` with ``result`` or
-``error`` (:meth:`~._exchange.Exchange.note`).  A stream that ends early is
-resumed with a GET carrying ``Last-Event-ID`` after exactly the ``retry``
-delay the server asked for (1 s when it named none), doubling after each
-further attempt; the responses on the resumed stream go to the sink like any
-other, which settles the original futures.  Resumption is bounded twice: by
-``max_resumptions`` GETs in all for the exchange (a stream that delivers an
-event and breaks again is no fresh start), and by the exchange's deadline (a
-delay that would end past it is not waited out, and no GET goes out after it).
+An SSE answer is one :class:`~.._httpbase.stream.SseStream`: to know whether
+it broke before it delivered the responses it owes, the exchange strikes the
+ids the sink says each message answered (no answer is decoded here), and a
+stream that ends early is resumed (GET, ``Last-Event-ID``, the server's
+``retry`` delay), bounded by ``max_resumptions`` in all and by the exchange's
+deadline; the responses on the resumed stream settle the original futures.
+In the stateless revision nothing is resumed: the requests fail
+(``StreamLost``), to be sent again as new requests.
 
 Thread-safety: a :class:`Poster` carries any number of exchanges at once,
 each on its own thread.
@@ -31,19 +30,19 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from typing import Any, Dict, Optional
 
 import requests
 
-from ...errors import HttpConnectionError, HttpError, JsonRpcError, StreamLost
-from ...messages import decode
-from ._endpoint import Endpoint
-from ._errors import DeadlinePassed, closed_error, excerpt, resume_error, status_error
-from ._exchange import Exchange
-from ._reading import consume_sse, media_type, read_body, read_excerpt
-from ._sink import SinkCalls
-from ._wire import ACCEPT_POST, ACCEPT_STREAM, JSON_TYPE, LAST_EVENT_ID_HEADER, MAX_RETRY_S, SESSION_HEADER, SSE_TYPE
+from ...errors import HttpError, JsonRpcError, StreamLost
+from .._httpbase.endpoint import Endpoint
+from .._httpbase.errors import DeadlinePassed, excerpt, status_error
+from .._httpbase.exchange import Exchange
+from .._httpbase.reading import media_type, read_body, read_excerpt
+from .._httpbase.sink import SinkCalls
+from .._httpbase.stream import Resumption, SseStream, delivering
+from .._httpbase.wire import ACCEPT_POST, JSON_TYPE, SESSION_HEADER, SSE_TYPE
+from ._session import SessionState
 
 logger = logging.getLogger(__name__)
 
@@ -53,27 +52,28 @@ class Poster:
 
     Args:
         endpoint: where the requests go.
+        session: the session (its id is taken from answers; stateless or not).
         sink: where what arrives goes.
         max_message_bytes: the largest JSON body or SSE event accepted.
         max_resumptions: GETs one exchange may make to resume its stream.
-        closing: set once the transport closes.
     """
 
     def __init__(
         self,
         endpoint: Endpoint,
+        session: SessionState,
         sink: SinkCalls,
         *,
         max_message_bytes: int,
         max_resumptions: int,
-        closing: threading.Event,
     ) -> None:
         self._endpoint = endpoint
+        self._session = session
         self._sink = sink
         self._label = endpoint.label
         self.max_message_bytes = max_message_bytes
-        self.max_resumptions = max_resumptions
-        self._closing = closing
+        self._resumption = Resumption(max_resumptions)  # in all, for each POST's answer
+        self._closing: threading.Event = endpoint.closing
 
     def carry(self, exchange: Exchange, data: bytes) -> None:
         """Run an exchange that carries requests; what is not answered fails through the sink.
@@ -120,20 +120,12 @@ class Poster:
             headers.update(exchange.headers)
         response = endpoint.request("POST", headers, exchange, data=data)
         try:
-            broken = self._handle_answer(response, exchange, sent_session=SESSION_HEADER in headers)
+            self._handle_answer(response, exchange, sent_session=SESSION_HEADER in headers)
         finally:
             response.close()
-        if exchange.unanswered:
-            if endpoint.session.stateless:
-                # The 2026-07-28 transport resumes nothing: the requests fail, to be sent anew.
-                reason = f": {broken.message}" if broken is not None else ""
-                raise StreamLost(f"{self._label}: the SSE stream ended before the response{reason}")
-            self._resume(exchange, broken)
 
-    def _handle_answer(
-        self, response: requests.Response, exchange: Exchange, *, sent_session: bool
-    ) -> Optional[JsonRpcError]:
-        """Deliver a POST's answer.  Returns why an SSE stream broke, if it did.
+    def _handle_answer(self, response: requests.Response, exchange: Exchange, *, sent_session: bool) -> None:
+        """Deliver a POST's answer (an SSE answer, resumed as needed).
 
         Raises:
             JsonRpcError: the failure of the requests still unanswered.
@@ -149,7 +141,7 @@ class Poster:
                 sent_session=sent_session,
                 answers_ours=lambda item: self._answer_if_ours(exchange, item),
             )
-        self._endpoint.session.capture(response.headers)
+        self._session.capture(response.headers)
         kind = media_type(response)
         if status == 202 or (not kind and response.headers.get("Content-Length") == "0"):
             if exchange.unanswered:
@@ -157,16 +149,25 @@ class Poster:
                     f"{self._label}: the server accepted the request ({status}) without answering it",
                     status_code=status,
                 )
-            return None
+            return
         if kind == JSON_TYPE:
             self._deliver_json(response, exchange)
-            return None
+            return
         if kind == SSE_TYPE:
-            errors = self._endpoint.errors("the SSE stream broke", exchange)
-            return consume_sse(response, exchange, self.max_message_bytes, self._sink.deliver, errors)
+            stream = SseStream(
+                self._endpoint,
+                exchange,
+                limit=self.max_message_bytes,
+                resumption=self._resumption,
+                what="the SSE stream",
+                on_event=delivering(exchange, self._sink.deliver),
+                wanted=lambda cause: self._still_owed(exchange, cause),
+            )
+            stream.follow(response)
+            return
         body = read_excerpt(response, exchange)
         if not kind and not body and not exchange.unanswered:
-            return None
+            return
         raise HttpError(
             f"{self._label}: unexpected Content-Type {kind or 'none'!r} in a {status} answer",
             status_code=status,
@@ -181,21 +182,15 @@ class Poster:
             if exchange.unanswered:
                 raise HttpError(f"{self._label}: empty {status} answer to a request", status_code=status)
             return
-        try:
-            value = decode(body)  # the client's decoder: what passes here, the client reads too
-        except JsonRpcError:
-            raise HttpError(
-                f"{self._label}: the {status} answer is not valid JSON", status_code=status, body_excerpt=excerpt(body)
-            ) from None
-        exchange.note(value)
-        self._sink.deliver(body)
+        exchange.answered(self._sink.deliver(body))
         if exchange.unanswered:
-            owed = sorted(map(str, exchange.unanswered))
-            raise HttpError(
-                f"{self._label}: the answer holds no response for request id(s) {owed}",
-                status_code=status,
-                body_excerpt=excerpt(body),
-            )
+            # Only now is the body read here, to say what was wrong with it.
+            if _is_json(body):
+                owed = sorted(map(str, exchange.unanswered))
+                what = f"the answer holds no response for request id(s) {owed}"
+            else:
+                what = f"the {status} answer is not valid JSON"
+            raise HttpError(f"{self._label}: {what}", status_code=status, body_excerpt=excerpt(body))
 
     def _answer_if_ours(self, exchange: Exchange, item: Dict[str, Any]) -> bool:
         """A JSON-RPC error in an error answer: delivered if it answers one of the exchange's requests."""
@@ -204,70 +199,27 @@ class Poster:
         self._sink.deliver(json.dumps(item, ensure_ascii=False).encode("utf-8"))
         return True
 
-    # -- resumption --------------------------------------------------------------------------
-
-    def _resume(self, exchange: Exchange, cause: Optional[JsonRpcError]) -> None:
-        """Resume the exchange's SSE stream with GET + ``Last-Event-ID`` until it answered.
+    def _still_owed(self, exchange: Exchange, cause: Optional[JsonRpcError]) -> bool:
+        """The SSE answer ended: resume it while it owes responses (never in the stateless revision).
 
         Raises:
-            JsonRpcError: when the stream cannot be resumed (``HttpConnectionError``
-                or ``SessionExpired``), ``DeadlinePassed``, or ``TransportClosed``.
+            StreamLost: (stateless) it ended before the responses.
         """
-        endpoint = self._endpoint
-        while exchange.unanswered:
-            self._check_standing(exchange, "before the SSE stream resumed")
-            if exchange.last_event_id is None:
-                reason = f" ({cause.message})" if cause is not None else ""
-                raise HttpConnectionError(
-                    f"{self._label}: the SSE stream ended before the response{reason}, "
-                    "and cannot be resumed: the server sent no event id"
-                )
-            if exchange.resumptions >= self.max_resumptions:
-                reason = f": {cause.message}" if cause is not None else ""
-                raise HttpConnectionError(
-                    f"{self._label}: the SSE stream could not be resumed after "
-                    f"{exchange.resumptions} attempt(s){reason}"
-                )
-            delay = min(exchange.retry_s * (2**exchange.resumptions), MAX_RETRY_S)
-            logger.debug(
-                "%s: resuming an SSE stream in %.3fs (Last-Event-ID %r)", self._label, delay, exchange.last_event_id
-            )
-            deadline = exchange.deadline
-            if deadline is not None and deadline - time.monotonic() < delay:
-                # It would resume past the deadline: wait for the deadline (or a stop), then give up.
-                exchange.wait(max(0.0, deadline - time.monotonic()))
-                self._check_standing(exchange, "before the SSE stream resumed")
-                raise DeadlinePassed(f"{self._label}: the deadline passed before the SSE stream resumed")
-            exchange.wait(delay)
-            self._check_standing(exchange, "before the SSE stream resumed")
-            exchange.resumptions += 1
-            headers = endpoint.headers(ACCEPT_STREAM)
-            headers[LAST_EVENT_ID_HEADER] = exchange.last_event_id
-            try:
-                response = endpoint.request("GET", headers, exchange)
-            except HttpConnectionError as exc:
-                cause = exc
-                continue
-            try:
-                kind = media_type(response)
-                if response.status_code != 200 or kind != SSE_TYPE:
-                    body = read_excerpt(response, exchange)
-                    raise resume_error(
-                        self._label, response.status_code, kind, body, sent_session=SESSION_HEADER in headers
-                    )
-                errors = endpoint.errors("the resumed SSE stream broke", exchange)
-                cause = consume_sse(response, exchange, self.max_message_bytes, self._sink.deliver, errors)
-            finally:
-                response.close()
+        if not exchange.unanswered:
+            return False
+        if self._session.stateless:
+            # The 2026-07-28 transport resumes nothing: the requests fail, to be sent anew.
+            reason = f": {cause.message}" if cause is not None else ""
+            raise StreamLost(f"{self._label}: the SSE stream ended before the response{reason}")
+        return True
 
-    def _check_standing(self, exchange: Exchange, when: str) -> None:
-        """Raise if the exchange should go no further (closing, stopped, past its deadline)."""
-        if self._closing.is_set():
-            raise closed_error()
-        if exchange.stopped:
-            raise DeadlinePassed(f"{self._label}: the exchange was abandoned {when}")
-        if exchange.past_deadline():
-            raise DeadlinePassed(f"{self._label}: the deadline passed {when}")
+
+def _is_json(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
 
 
 __all__ = ["Poster"]

@@ -5,7 +5,7 @@ request, and ``MCP-Protocol-Version`` once it is set (the MCP layer does that
 after ``initialize``).  In the stateless revision (2026-07-28, ``stateless``
 set by the MCP layer) there is no session: a ``Mcp-Session-Id`` a server
 still sends is ignored, none is ever sent, and nothing is DELETEd.  A 404 to a
-request that carried a session id means the session expired (:func:`~._errors.status_error` makes that
+request that carried a session id means the session expired (:func:`~.._httpbase.errors.status_error` makes that
 :class:`~jsonrpc_threads.errors.SessionExpired`); :meth:`SessionState.reset`
 forgets it, so the next request starts a new one.  ``close()`` ends a session
 with a DELETE (405: the server does not let clients end sessions; fine).
@@ -20,11 +20,11 @@ import threading
 from typing import TYPE_CHECKING, Dict, Mapping, Optional
 
 from ...errors import JsonRpcError
-from ._exchange import Exchange
-from ._wire import ACCEPT_POST, DELETE_TIMEOUT_S, PROTOCOL_VERSION_HEADER, SESSION_HEADER
+from .._httpbase.exchange import Exchange
+from .._httpbase.wire import ACCEPT_POST, DELETE_TIMEOUT_S, PROTOCOL_VERSION_HEADER, SESSION_HEADER
 
 if TYPE_CHECKING:
-    from ._endpoint import Endpoint
+    from .._httpbase.endpoint import Endpoint
 
 logger = logging.getLogger(__name__)
 

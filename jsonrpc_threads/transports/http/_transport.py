@@ -18,7 +18,7 @@ browser) and ``header_provider`` are user code that may block.  So a
 transport that has them never runs an exchange on a thread that must be free
 by a deadline: ``drive_call`` declines (the call's POST runs on the pool and
 the caller waits with its deadline), and a POST without requests runs on a
-sender thread while the caller waits with its deadline (:mod:`._hooks`).  A
+sender thread while the caller waits with its deadline (:mod:`.._httpbase.hooks`).  A
 hook still blocks the thread it runs on, but once it returns, an exchange
 that nobody waits for any more is not sent.  The price is the pool hop:
 measured against the benchmarks' echo server on loopback, a blocking call
@@ -30,33 +30,30 @@ Abandonment.  When the client settles requests itself (timeout,
 ``Future.cancel()``) it calls :meth:`HttpTransport.abandon`; once every
 request an exchange carries is abandoned, the exchange stops: its socket is
 shut down, so the read ends at once and the pool thread is free for the next
-request, and it is never resumed (:mod:`._exchange`).
+request, and it is never resumed (:mod:`.._httpbase.exchange`).
 
 Thread-safety: every method may be called from any number of threads.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 import requests.auth
 
 from ..._workers import PoolClosed, WorkerPool
 from ...errors import RequestId, RequestTimeout, TransportClosed
-from ..base import MessageSink, Transport
-from ._endpoint import Endpoint, HeaderProvider, check_settings
-from ._errors import DeadlinePassed, check_message_headers, closed_error
-from ._exchange import Exchange, Inflight
-from ._hooks import HookSenders
-from ._listen import ListenStream
-from ._post import Poster
-from ._redact import url_label
-from ._session import delete_session
-from ._sink import SinkCalls
-from ._wire import (
+from .._httpbase.endpoint import Endpoint
+from .._httpbase.errors import DeadlinePassed, check_message_headers, closed_error
+from .._httpbase.exchange import Exchange, Inflight
+from .._httpbase.hooks import HookSenders
+from .._httpbase.settings import HeaderProvider, HttpSettings, check_url
+from .._httpbase.sink import SinkCalls
+from .._httpbase.wire import (
     CLOSE_JOIN_GRACE_S,
     CLOSE_WAIT_S,
     DEFAULT_CONNECT_TIMEOUT_S,
@@ -64,8 +61,14 @@ from ._wire import (
     DEFAULT_MAX_RESUMPTIONS,
     DEFAULT_MAX_WORKERS,
     DEFAULT_READ_TIMEOUT_S,
+    DELETE_TIMEOUT_S,
     HOOK_SEND_WORKERS,
 )
+from ..base import MessageSink, Transport
+from ..redact import url_label
+from ._listen import ListenStream
+from ._post import Poster
+from ._session import SessionState, delete_session
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +118,8 @@ class HttpTransport:
     Attributes:
         url: the endpoint.
         label: the URL without credentials or query, used in logs and thread names.
+        settings: every keyword above, as one immutable
+            :class:`~jsonrpc_threads.transports.http.HttpSettings` (see :meth:`from_settings`).
     """
 
     def __init__(
@@ -131,55 +136,44 @@ class HttpTransport:
         max_resumptions: int = DEFAULT_MAX_RESUMPTIONS,
         verify: Union[bool, str] = True,
     ) -> None:
-        check_settings(
-            url,
-            max_workers=max_workers,
-            max_message_bytes=max_message_bytes,
-            retries=("max_resumptions", max_resumptions),
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-        )
-        self.url = url
-        self.label = url_label(url)
-        # What a transport to the same server over the legacy transport is made with.
-        self._options: Dict[str, Any] = {
-            "headers": dict(headers or {}),
-            "auth": auth,
-            "header_provider": header_provider,
-            "connect_timeout": connect_timeout,
-            "max_workers": max_workers,
-            "verify": verify,
-        }
-        self.max_message_bytes = max_message_bytes
-        self.max_resumptions = max_resumptions
-        self._read_timeout = read_timeout
-        self._closing = threading.Event()
-        self._close_done = threading.Event()
-        self._endpoint = Endpoint(
-            url,
-            self.label,
+        check_url(url)
+        self.settings = settings = HttpSettings(
             headers=headers or {},
             auth=auth,
             header_provider=header_provider,
-            timeouts=(connect_timeout, read_timeout),
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_workers=max_workers,
+            max_message_bytes=max_message_bytes,
+            max_resumptions=max_resumptions,
             verify=verify,
+        )
+        self.url = url
+        self.label = url_label(url)
+        self._closing = threading.Event()
+        self._close_done = threading.Event()
+        self._session = SessionState(self.label)
+        self._endpoint = Endpoint(
+            url,
+            settings,
             # Connections for the pool, as many direct callers, and the hook senders.
             pool_maxsize=2 * max_workers + HOOK_SEND_WORKERS + 4,
             closing=self._closing,
+            add_headers=self._session.add_headers,
         )
         self._sink = SinkCalls(self.label, self._closing)
         self._poster = Poster(
             self._endpoint,
+            self._session,
             self._sink,
             max_message_bytes=max_message_bytes,
             max_resumptions=max_resumptions,
-            closing=self._closing,
         )
         self._inflight = Inflight()
         self._pool = WorkerPool(max_workers, f"jsonrpc-http[{self.label}]")
         # Only with hooks that may block: where messages without requests are sent.
         self._hooks: Optional[HookSenders] = (
-            HookSenders(self.label, self._poster, self._endpoint, HOOK_SEND_WORKERS)
+            HookSenders(self.label, f"jsonrpc-http-send[{self.label}]", HOOK_SEND_WORKERS)
             if self._endpoint.runs_user_code
             else None
         )
@@ -243,7 +237,7 @@ class HttpTransport:
         if headers:
             check_message_headers(self.label, headers)
         if request_ids:
-            exchange = Exchange(request_ids, deadline, self._read_timeout, headers)
+            exchange = Exchange(request_ids, deadline, self.settings.read_timeout, headers)
             self._inflight.add(exchange)
             try:
                 self._pool.submit(self._carry_on_pool, exchange, data)
@@ -252,12 +246,12 @@ class HttpTransport:
                 raise closed_error() from None
             return
         started = time.monotonic()
-        exchange = Exchange((), deadline, self._read_timeout, headers)
+        exchange = Exchange((), deadline, self.settings.read_timeout, headers)
         try:
             if self._hooks is None:
                 self._poster.post(exchange, data)
             else:
-                self._hooks.post(exchange, data)
+                self._hooks.run(exchange, functools.partial(self._poster.post, exchange, data))
         except DeadlinePassed:
             raise _send_timeout(self.label, deadline, started) from None
 
@@ -298,7 +292,7 @@ class HttpTransport:
             check_message_headers(self.label, headers)
         if not self._direct.enter():
             return False
-        exchange = Exchange((request_id,), deadline, self._read_timeout, headers)
+        exchange = Exchange((request_id,), deadline, self.settings.read_timeout, headers)
         self._inflight.add(exchange)
         try:
             self._poster.carry(exchange, data)
@@ -324,7 +318,7 @@ class HttpTransport:
         parent's connections), no lock taken.
         """
         self._closed = True
-        self._endpoint.connections.release_in_fork()
+        self._endpoint.release_in_fork()
 
     def close(self) -> None:
         """End the session (DELETE), stop every thread and connection, tell the sink.
@@ -350,12 +344,13 @@ class HttpTransport:
         try:
             for listen in listens:
                 listen.stop()
-            session_id = self._endpoint.session.end()
+            session_id = self._session.end()
             if session_id is not None:
                 if self._hooks is None:
                     delete_session(self._endpoint, session_id)
                 else:
-                    self._hooks.delete_session(session_id)
+                    delete = functools.partial(delete_session, self._endpoint, session_id)
+                    self._hooks.run_briefly(delete, 2 * DELETE_TIMEOUT_S)
             self._inflight.stop_all()
             self._endpoint.shutdown_all()  # ends every read in progress
             self._pool.shutdown(CLOSE_JOIN_GRACE_S)
@@ -375,16 +370,16 @@ class HttpTransport:
     @property
     def protocol_version(self) -> Optional[str]:
         """When set, sent as ``MCP-Protocol-Version`` on every request (the MCP layer sets it after ``initialize``)."""
-        return self._endpoint.session.protocol_version
+        return self._session.protocol_version
 
     @protocol_version.setter
     def protocol_version(self, value: Optional[str]) -> None:
-        self._endpoint.session.protocol_version = value
+        self._session.protocol_version = value
 
     @property
     def session_id(self) -> Optional[str]:
         """The ``Mcp-Session-Id`` the server assigned, or ``None``."""
-        return self._endpoint.session.session_id
+        return self._session.session_id
 
     @property
     def stateless(self) -> bool:
@@ -394,11 +389,11 @@ class HttpTransport:
         :class:`~jsonrpc_threads.transports.base.SessionTransport`); setting it
         forgets a session id taken before.
         """
-        return self._endpoint.session.stateless
+        return self._session.stateless
 
     @stateless.setter
     def stateless(self, value: bool) -> None:
-        self._endpoint.session.stateless = bool(value)
+        self._session.stateless = bool(value)
         if value:
             self.reset_session()
 
@@ -415,7 +410,7 @@ class HttpTransport:
         sends ``initialize`` again.  No DELETE is sent: the old session is
         usually gone already.
         """
-        self._endpoint.session.reset()
+        self._session.reset()
         with self._lock:
             listen = self._listen
             self._listen = None
@@ -452,13 +447,22 @@ class HttpTransport:
                 listen = self._listen = ListenStream(
                     self._endpoint,
                     self._sink,
-                    max_message_bytes=self.max_message_bytes,
-                    max_failures=self.max_resumptions,
-                    read_timeout=self._read_timeout,
+                    max_message_bytes=self.settings.max_message_bytes,
+                    max_failures=self.settings.max_resumptions,
+                    read_timeout=self.settings.read_timeout,
                 )
                 listen.start()
         if wait is not None:
             listen.answered.wait(wait)
+
+    @classmethod
+    def from_settings(cls, url: str, settings: HttpSettings) -> HttpTransport:
+        """A transport to ``url`` made with ``settings`` (another transport's ``settings``, say).
+
+        Raises:
+            ValueError: for a URL that is not ``http(s)://host...``.
+        """
+        return cls(url, **settings.keywords())
 
     def legacy_transport(self) -> Transport:
         """An :class:`~jsonrpc_threads.transports.sse.SseTransport` to the same URL, with the same settings.
@@ -466,22 +470,12 @@ class HttpTransport:
         (:class:`~jsonrpc_threads.transports.base.HasLegacyTransport`.)  For
         the fallback to the HTTP+SSE transport of 2024-11-05 that the MCP
         layer makes when this transport's first POST is refused; this
-        transport is not changed (the caller closes it).
+        transport is not changed (the caller closes it).  Kept until the MCP
+        layer makes that transport itself (``SseTransport.from_settings(url, settings)``).
         """
         from ..sse import SseTransport  # noqa: PLC0415 - the legacy transport, only when needed
 
-        return SseTransport(
-            self.url,
-            headers=self._options["headers"],
-            auth=self._options["auth"],
-            header_provider=self._options["header_provider"],
-            connect_timeout=self._options["connect_timeout"],
-            read_timeout=self._read_timeout,
-            max_workers=self._options["max_workers"],
-            max_message_bytes=self.max_message_bytes,
-            max_reconnects=self.max_resumptions,
-            verify=self._options["verify"],
-        )
+        return SseTransport.from_settings(self.url, self.settings)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

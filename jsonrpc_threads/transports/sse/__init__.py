@@ -12,10 +12,11 @@ never reads a method name.  The pieces:
 - :mod:`._stream`: the event stream's thread: the endpoint, the messages,
   the size limit, bounded resumption, and the end of the transport.
 
-The HTTP pieces are Streamable HTTP's (:mod:`jsonrpc_threads.transports.http`):
-the endpoint and its connections (every socket read bounded, ``close()``
-interrupting reads), the one place where network errors become this
-library's exceptions, the redaction of secrets in logs; SSE is decoded by
+The HTTP pieces are those Streamable HTTP uses too (:mod:`.._httpbase`): the
+settings, the endpoint and its connections (every socket read bounded,
+``close()`` interrupting reads), the one resumable SSE stream, the one place
+where network errors become this library's exceptions; secrets are kept out
+of log lines by :mod:`..redact`, and SSE is decoded by
 :mod:`jsonrpc_threads.framing.sse`.
 
 Servers that speak only this transport are reached through it directly
@@ -26,6 +27,7 @@ the ``initialize`` POST with 400, 404 or 405.
 
 from __future__ import annotations
 
+from .._httpbase.settings import HttpSettings
 from ._transport import ENDPOINT_WAIT_S, SseTransport
 
-__all__ = ["ENDPOINT_WAIT_S", "SseTransport"]
+__all__ = ["ENDPOINT_WAIT_S", "HttpSettings", "SseTransport"]

@@ -16,33 +16,33 @@ Where each message runs:
 Hooks (``auth``, ``header_provider``) run while a request is made, as in
 :class:`~jsonrpc_threads.transports.http.HttpTransport`: the GET on the
 stream's thread, request POSTs on the pool; a notification's POST on a
-thread of its own while the caller waits with its deadline.
+sender thread (``jsonrpc-sse-send[<label>]-N``) while the caller waits with
+its deadline.
 
 Thread-safety: every method may be called from any number of threads.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Mapping, Optional, Sequence, Union
 
 import requests.auth
 
-from ..._deadlines import passed, wait_slice
+from ..._deadlines import passed
 from ..._workers import PoolClosed, WorkerPool
 from ...errors import HttpError, JsonRpcError, RequestId, RequestTimeout, TransportClosed
-from ..base import MessageSink
-from ..http._endpoint import Endpoint, HeaderProvider, check_settings
-from ..http._errors import DeadlinePassed, check_message_headers, status_error
-from ..http._exchange import Exchange
-from ..http._reading import read_excerpt
-from ..http._redact import url_label
-from ..http._sink import SinkCalls
-from ..http._wire import (
+from .._httpbase.endpoint import Endpoint
+from .._httpbase.errors import DeadlinePassed, check_message_headers, status_error
+from .._httpbase.exchange import Exchange
+from .._httpbase.hooks import HookSenders
+from .._httpbase.reading import read_excerpt
+from .._httpbase.settings import HeaderProvider, HttpSettings, check_url
+from .._httpbase.sink import SinkCalls
+from .._httpbase.wire import (
     ACCEPT_POST,
     CLOSE_JOIN_GRACE_S,
     DEFAULT_CONNECT_TIMEOUT_S,
@@ -50,8 +50,11 @@ from ..http._wire import (
     DEFAULT_MAX_RESUMPTIONS,
     DEFAULT_MAX_WORKERS,
     DEFAULT_READ_TIMEOUT_S,
+    HOOK_SEND_WORKERS,
     JSON_TYPE,
 )
+from ..base import MessageSink
+from ..redact import url_label
 from ._stream import EventStream, Owed
 
 logger = logging.getLogger(__name__)
@@ -94,6 +97,9 @@ class SseTransport:
     Attributes:
         url: the stream's URL.
         label: the URL without credentials or query, for logs and thread names.
+        settings: every keyword above, as one immutable
+            :class:`~jsonrpc_threads.transports.http.HttpSettings` (``max_reconnects``
+            is its ``max_resumptions``; see :meth:`from_settings`).
         revision: ``"2024-11-05"``, the MCP revision that defines this transport
             (:class:`~jsonrpc_threads.transports.base.RevisionBound`: MCP over
             it is the ``initialize`` handshake of the session era).
@@ -115,28 +121,26 @@ class SseTransport:
         max_reconnects: int = DEFAULT_MAX_RESUMPTIONS,
         verify: Union[bool, str] = True,
     ) -> None:
-        check_settings(
-            url,
-            max_workers=max_workers,
-            max_message_bytes=max_message_bytes,
-            retries=("max_reconnects", max_reconnects),
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-        )
-        self.url = url
-        self.label = url_label(url)
-        self._read_timeout = read_timeout
-        self._closing = threading.Event()
-        self._endpoint = Endpoint(
-            url,
-            self.label,
+        check_url(url)
+        if max_reconnects < 0:
+            raise ValueError("max_reconnects must be >= 0")
+        self.settings = settings = HttpSettings(
             headers=headers or {},
             auth=auth,
             header_provider=header_provider,
-            timeouts=(connect_timeout, read_timeout),
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_workers=max_workers,
+            max_message_bytes=max_message_bytes,
+            max_resumptions=max_reconnects,
             verify=verify,
-            pool_maxsize=max_workers + 4,
-            closing=self._closing,
+        )
+        self.url = url
+        self.label = url_label(url)
+        self._closing = threading.Event()
+        # Connections for the pool, the stream, and the hook senders.
+        self._endpoint = Endpoint(
+            url, settings, pool_maxsize=max_workers + HOOK_SEND_WORKERS + 4, closing=self._closing
         )
         self._sink = SinkCalls(self.label, self._closing)
         self._owed = Owed()
@@ -150,6 +154,12 @@ class SseTransport:
             on_end=self._stream_ended,
         )
         self._pool = WorkerPool(max_workers, f"jsonrpc-sse-post[{self.label}]")
+        # Only with hooks that may block: where messages without requests are sent.
+        self._hooks: Optional[HookSenders] = (
+            HookSenders(self.label, f"jsonrpc-sse-send[{self.label}]", HOOK_SEND_WORKERS)
+            if self._endpoint.runs_user_code
+            else None
+        )
         # _lock guards _closed and _started; _over is set once the stream ended for good.
         self._lock = threading.Lock()
         self._closed = False
@@ -209,11 +219,12 @@ class SseTransport:
                 raise TransportClosed("HTTP+SSE transport closed") from None
             return
         started = time.monotonic()
-        if self._endpoint.runs_user_code:
-            self._post_with_hooks(data, deadline, headers, started)
-            return
+        exchange = Exchange((), deadline, self.settings.read_timeout, headers)
         try:
-            self._post(data, (), deadline, headers)
+            if self._hooks is None:
+                self._post(exchange, data)
+            else:
+                self._hooks.run(exchange, functools.partial(self._post, exchange, data))
         except DeadlinePassed:
             raise _send_timeout(self.label, deadline, started) from None
 
@@ -224,7 +235,7 @@ class SseTransport:
         shut down (that would cut the parent's stream), no lock is taken.
         """
         self._closed = True
-        self._endpoint.connections.release_in_fork()
+        self._endpoint.release_in_fork()
 
     def close(self) -> None:
         """Stop the stream and the pool, close every connection, tell the sink.  Idempotent; bounded."""
@@ -238,10 +249,23 @@ class SseTransport:
             self._stream.stop()
             self._endpoint.shutdown_all()  # ends every read in progress
             self._pool.shutdown(CLOSE_JOIN_GRACE_S)
+            if self._hooks is not None:
+                self._hooks.shutdown(CLOSE_JOIN_GRACE_S)
             self._stream.join(CLOSE_JOIN_GRACE_S)
             self._endpoint.close()
         finally:
             self._sink.closed()
+
+    @classmethod
+    def from_settings(cls, url: str, settings: HttpSettings) -> SseTransport:
+        """A transport to ``url`` made with ``settings`` (an ``HttpTransport``'s, for the same server, say).
+
+        Raises:
+            ValueError: for a URL that is not ``http(s)://host...``.
+        """
+        keywords = settings.keywords()
+        keywords["max_reconnects"] = keywords.pop("max_resumptions")
+        return cls(url, **keywords)
 
     @property
     def post_url(self) -> Optional[str]:
@@ -269,22 +293,16 @@ class SseTransport:
         headers: Optional[Mapping[str, str]],
     ) -> None:
         try:
-            self._post(data, request_ids, deadline, headers)
+            self._post(Exchange(request_ids, deadline, self.settings.read_timeout, headers), data)
         except DeadlinePassed:
             return  # the client times the requests out itself
         except JsonRpcError as exc:
-            for request_id in request_ids:
-                self._owed.strike(request_id)
+            self._owed.strike(request_ids)
             self._sink.fail(request_ids, exc)
 
-    def _post(
-        self,
-        data: bytes,
-        request_ids: Sequence[RequestId],
-        deadline: Optional[float],
-        headers: Optional[Mapping[str, str]],
-    ) -> None:
+    def _post(self, exchange: Exchange, data: bytes) -> None:
         """POST ``data`` to the endpoint; raise if it was not taken."""
+        deadline = exchange.deadline
         wait_until = time.monotonic() + ENDPOINT_WAIT_S
         if deadline is not None:
             wait_until = min(wait_until, deadline)
@@ -294,11 +312,10 @@ class SseTransport:
             if deadline is not None and passed(deadline):
                 raise DeadlinePassed(f"{self.label}: the deadline passed before the endpoint event") from None
             raise
-        exchange = Exchange(request_ids, deadline, self._read_timeout)
         request_headers = self._endpoint.headers(ACCEPT_POST)
         request_headers["Content-Type"] = JSON_TYPE
-        if headers:
-            request_headers.update(headers)
+        if exchange.headers:
+            request_headers.update(exchange.headers)
         response = self._endpoint.request("POST", request_headers, exchange, data=data, target=target)
         with response:
             status = response.status_code
@@ -307,34 +324,6 @@ class SseTransport:
                 raise status_error(
                     self.label, status, response.reason or "", body, sent_session=False, answers_ours=lambda _: False
                 )
-
-    def _post_with_hooks(
-        self, data: bytes, deadline: Optional[float], headers: Optional[Mapping[str, str]], started: float
-    ) -> None:
-        """A message without requests when hooks may block: posted on a thread, waited for until the deadline."""
-        outcome: Future[None] = Future()
-
-        def post() -> None:
-            try:
-                self._post(data, (), deadline, headers)
-            except BaseException as exc:
-                outcome.set_exception(exc)
-            else:
-                outcome.set_result(None)
-
-        thread = threading.Thread(target=post, name=f"jsonrpc-sse-send[{self.label}]", daemon=True)
-        thread.start()
-        while True:
-            try:
-                outcome.result(wait_slice(deadline))
-                return
-            except DeadlinePassed:
-                raise _send_timeout(self.label, deadline, started) from None
-            except FutureTimeout:
-                if outcome.done():
-                    raise
-                if passed(deadline):
-                    raise _send_timeout(self.label, deadline, started) from None
 
 
 def _send_timeout(label: str, deadline: Optional[float], started: float) -> RequestTimeout:

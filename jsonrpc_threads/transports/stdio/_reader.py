@@ -54,9 +54,7 @@ No user code runs here: the sink only settles futures and queues work.
 from __future__ import annotations
 
 import collections
-import json
 import os
-import re
 import select
 import threading
 import time
@@ -65,7 +63,7 @@ from typing import IO, Callable, Deque, List, Optional, Union
 from ..._deadlines import passed
 from ..._logs import get_logger
 from ..._wakeups import defer_yields, yield_deferred
-from ...errors import MessageTooLarge, RequestId
+from ...errors import MessageTooLarge
 from ...framing import ContentLengthDecoder, FramingError, LineDecoder, Oversized
 from .._poll import POLL_SLICE_MS, close_quietly, notify_all_waiting, poll_timeout_ms
 from ..base import MessageSink
@@ -99,14 +97,6 @@ _POLL_IN = (select.POLLIN | select.POLLHUP | select.POLLERR) if _CAN_POLL else 0
 #: End-of-stream reasons.
 CLOSED_STDOUT = "closed its stdout"
 HELD_STDOUT = "exited; a process it started still holds its stdout"
-
-#: The head of a response: ``{"jsonrpc": "2.0", "id": ID, "result"|"error"``
-#: (``jsonrpc`` before or after ``id``).  Used only for a message over the size
-#: limit, to fail the request it answers instead of leaving it to time out.
-_RESPONSE_HEAD = re.compile(
-    rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,30}|"(?:[^"\\]|\\.){0,1000}")\s*,'
-    rb'\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"\s*:'
-)
 
 Decoder = Union[LineDecoder, ContentLengthDecoder]
 SinkRef = Callable[[], Optional[MessageSink]]
@@ -521,17 +511,10 @@ class StdoutReader:
             note.size,
             note.limit,
         )
-        match = _RESPONSE_HEAD.match(note.head)
-        if match is None:
-            return
-        raw_id = match.group(1)
-        request_id: RequestId
-        try:
-            request_id = int(raw_id) if raw_id[:1] != b'"' else json.loads(raw_id)
-        except ValueError:
+        if not note.response_ids:  # no response, or none known (the framing scanned it)
             return
         try:
-            sink.requests_failed([request_id], MessageTooLarge(note.limit, "response"))
+            sink.requests_failed(note.response_ids, MessageTooLarge(note.limit, "response"))
         except Exception:
             _log.exception("[%s pid %d] sink.requests_failed failed", self._label, self._pid)
 

@@ -9,9 +9,10 @@ the listen stream, DELETE) goes through :meth:`Endpoint.request`, which
   nobody waits for any more);
 - bounds connecting and waiting for the answer's headers by the exchange's
   deadline, and never follows a redirect;
-- marks the thread for the connection bookkeeping (:mod:`._connections`) and
-  for the log filter (:mod:`._redact`), and translates every failure at the
-  one edge where network errors enter (:mod:`._errors`).
+- marks the thread for the connection bookkeeping (:mod:`.connections`) and
+  for the log filter (:mod:`jsonrpc_threads.transports.redact`), and
+  translates every failure at the one edge where network errors enter
+  (:mod:`.errors`).
 
 Thread-safety: any number of threads may make requests at once.
 """
@@ -20,72 +21,35 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Dict, Mapping, Optional, Tuple, Union
-from urllib.parse import urlsplit
+from typing import Callable, Dict, Optional, Tuple
 
 import requests
-import requests.auth
 
 from ...errors import HttpError, JsonRpcError
-from ._connections import Connections, carrying, make_session, runs_user_code
-from ._direct import DirectSender
-from ._errors import DeadlinePassed, NetworkErrors, closed_error, redirect_error
-from ._exchange import Exchange
-from ._redact import LogScope, Secrets, install_log_filter, redact_headers, url_label
-from ._session import SessionState
+from ..redact import LogScope, Secrets, install_log_filter, redact_headers, url_label
+from .connections import Connections, carrying, make_session, runs_user_code
+from .direct import DirectAdapter, DirectSender
+from .errors import DeadlinePassed, NetworkErrors, closed_error, redirect_error
+from .exchange import Exchange
+from .settings import HttpSettings
 
 logger = logging.getLogger(__name__)
 
-#: Called before every request for more headers (fresh tokens).
-HeaderProvider = Callable[[], Mapping[str, str]]
-
-
-def check_settings(
-    url: str,
-    *,
-    max_workers: int,
-    max_message_bytes: int,
-    retries: Tuple[str, int],
-    connect_timeout: float,
-    read_timeout: float,
-) -> None:
-    """Refuse the settings an HTTP transport cannot work with.
-
-    ``retries`` is (the parameter's name, its value): resumptions or reconnects.
-
-    Raises:
-        ValueError: naming the setting (never the URL's credentials or query).
-    """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {url_label(url)!r}")
-    if max_workers < 1:
-        raise ValueError("max_workers must be at least 1")
-    if max_message_bytes <= 0:
-        raise ValueError("max_message_bytes must be positive")
-    name, value = retries
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0")
-    if not connect_timeout > 0 or not read_timeout > 0:
-        raise ValueError("connect_timeout and read_timeout must be positive")
-
 
 class Endpoint:
-    """One server URL, its headers, its connections and its session.
+    """One server URL, its headers and its connections.
 
     Args:
         url: the endpoint.
-        label: the URL without credentials or query (for logs).
-        headers: sent with every request.
-        auth: a ``requests.auth.AuthBase``, or ``None``.
-        header_provider: called before every request for more headers.
-        timeouts: (connect, read) seconds.
-        verify: TLS verification, as in ``requests``.
+        settings: the transport's settings (headers, hooks, timeouts, TLS).
         pool_maxsize: connections kept alive.
         closing: set once the transport closes.
+        add_headers: puts a transport's own headers into every request's
+            (Streamable HTTP: the session's), after the others.
 
     Attributes:
-        session: the MCP session (id, protocol version).
+        label: the URL without credentials or query, for logs and thread names.
+        closing: as given.
         runs_user_code: True when ``auth`` or ``header_provider`` may run code
             that blocks while a request is made (see ``HttpTransport``).
     """
@@ -93,36 +57,35 @@ class Endpoint:
     def __init__(
         self,
         url: str,
-        label: str,
+        settings: HttpSettings,
         *,
-        headers: Mapping[str, str],
-        auth: Optional[requests.auth.AuthBase],
-        header_provider: Optional[HeaderProvider],
-        timeouts: Tuple[float, float],
-        verify: Union[bool, str],
         pool_maxsize: int,
         closing: threading.Event,
+        add_headers: Optional[Callable[[Dict[str, str]], None]] = None,
     ) -> None:
         self.url = url
-        self.label = label
-        self.timeouts = timeouts
-        self.session = SessionState(label)
+        self.label = url_label(url)
+        self.timeouts = (settings.connect_timeout, settings.read_timeout)
+        self.closing = closing
         self.connections = Connections()
-        self._http = make_session(url, auth, verify, self.connections, pool_maxsize)
-        self._direct = DirectSender(self._http)
-        self._static_headers: Dict[str, str] = dict(headers)
-        self._header_provider = header_provider
-        self._closing = closing
+        # How requests go out: the direct path (.direct), a measured strategy over the plain one,
+        # TrackedAdapter and PlainSender (.connections), which it must behave like.
+        adapter = DirectAdapter(self.connections, pool_maxsize)
+        self._http = make_session(url, settings.auth, settings.verify, adapter)
+        self._sender = DirectSender(self._http)
+        self._static_headers: Dict[str, str] = dict(settings.headers)
+        self._header_provider = settings.header_provider
+        self._add_headers = add_headers
         self._secrets = Secrets(url, self._static_headers)
-        self.runs_user_code = header_provider is not None or runs_user_code(self._http.auth)
+        self.runs_user_code = settings.header_provider is not None or runs_user_code(self._http.auth)
         install_log_filter()
 
     def errors(self, what: str, exchange: Exchange) -> NetworkErrors:
         """The error translation for doing ``what`` within ``exchange``."""
-        return NetworkErrors(self.label, what, self.timeouts, self._closing.is_set, exchange.past_deadline)
+        return NetworkErrors(self.label, what, self.timeouts, self.closing.is_set, exchange.past_deadline)
 
     def headers(self, accept: str) -> Dict[str, str]:
-        """The headers of one request: static, then the provider's, then Accept and the session's.
+        """The headers of one request: static, then the provider's, then Accept and the transport's own.
 
         Raises:
             HttpError: the header provider failed.
@@ -137,7 +100,8 @@ class Endpoint:
             except Exception as exc:
                 raise HttpError(f"{self.label}: header_provider failed: {type(exc).__name__}") from None
         headers["Accept"] = accept
-        self.session.add_headers(headers)
+        if self._add_headers is not None:
+            self._add_headers(headers)
         return headers
 
     def request(
@@ -163,7 +127,7 @@ class Endpoint:
             HttpConnectionError: the connection failed or timed out.
             HttpError: any other failure to send, or a redirect (refused).
         """
-        if self._closing.is_set() and not while_closing:
+        if self.closing.is_set() and not while_closing:
             raise closed_error()
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s: %s %s", self.label, method, redact_headers(headers))
@@ -171,10 +135,7 @@ class Endpoint:
         secrets = self._secrets if target is None else self._secrets.including(target)
         with LogScope(secrets, headers), carrying(exchange), self.errors(what, exchange):
             url = self.url if target is None else target
-            prepared = self._direct.prepare(method, url, headers, data)
-            direct = prepared is not None
-            if prepared is None:  # a proxy serves the URL: the general path, which adds its credentials
-                prepared = self._http.prepare_request(requests.Request(method, url, headers=headers, data=data))
+            send = self._sender.prepare(method, url, headers, data)
             # The auth hook ran while preparing, for as long as it liked.
             if exchange.stopped:
                 raise DeadlinePassed(f"{self.label}: {what}: the exchange was abandoned")
@@ -183,10 +144,7 @@ class Endpoint:
                 left = exchange.time_left()  # socket.timeout once passed: DeadlinePassed
                 if left is not None:
                     timeout = (min(timeout[0], left), min(timeout[1], left))
-            if direct:
-                response = self._direct.send(prepared, timeout)
-            else:
-                response = self._http.send(prepared, timeout=timeout, stream=True, allow_redirects=False)
+            response = send(timeout)
         status = response.status_code
         if logger.isEnabledFor(logging.DEBUG):
             media_type = response.headers.get("Content-Type", "-")
@@ -201,10 +159,18 @@ class Endpoint:
         """Shut down every connection (reads in progress end at once), and any made later."""
         self.connections.shutdown_all()
 
+    def release_in_fork(self) -> None:
+        """In a process forked since: close this process's copies of the sockets; no shutdown, no lock.
+
+        (What a transport's ``release_in_fork`` does, see
+        :class:`~jsonrpc_threads.transports.base.SurvivesFork`.)
+        """
+        self.connections.release_in_fork()
+
     def close(self) -> None:
         """Close the session's pools and every socket (once no thread uses them)."""
         self._http.close()
         self.connections.close_all()
 
 
-__all__ = ["Endpoint", "HeaderProvider", "check_settings"]
+__all__ = ["Endpoint"]

@@ -16,7 +16,8 @@ and anything shaped like one (a URL's query, ``user:password@``, ``Bearer
 requests, are never touched, and nothing is done unless a logger is enabled
 for the record's level (urllib3 checks that before it makes a record).
 
-Thread-safety: everything here may be used from any thread.
+Thread-safety: everything here may be used from any thread, and in a process
+forked from one that was using it (the lock below is made anew in the child).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import threading
 from types import TracebackType
 from typing import Dict, List, Mapping, Optional, Tuple, Type
 from urllib.parse import parse_qsl, urlsplit
+
+from .._fork import at_fork_in_child
 
 REDACTED = "<redacted>"
 #: The loggers (and their children) whose records a :class:`LogScope` rewrites.
@@ -180,6 +183,15 @@ _FILTER = _RedactingFilter()
 # _install_lock guards _loggers_seen: how many loggers existed at the last install.
 _install_lock = threading.Lock()
 _loggers_seen = -1
+
+
+def _new_install_lock() -> None:
+    """In a forked child: a thread of the parent may have held the lock at the fork."""
+    global _install_lock
+    _install_lock = threading.Lock()
+
+
+at_fork_in_child(_new_install_lock)
 
 
 def install_log_filter() -> None:

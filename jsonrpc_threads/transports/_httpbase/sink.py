@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 from ...errors import JsonRpcError, RequestId, TransportClosed
 from ..base import MessageSink
-from ._errors import closed_error
+from .errors import closed_error
 
 logger = logging.getLogger(__name__)
 
@@ -32,15 +32,17 @@ class SinkCalls:
         self.sink: Optional[MessageSink] = None
         self._told_closed = False
 
-    def deliver(self, payload: bytes) -> None:
-        """One complete message (or batch) arrived."""
+    def deliver(self, payload: bytes) -> Sequence[RequestId]:
+        """One complete message (or batch) arrived; returns the ids of the responses it carried (from the sink)."""
         sink = self.sink
         if sink is None:
-            return
+            return ()
         try:
-            sink.message_received(payload)
+            answered = sink.message_received(payload)
         except Exception:
             logger.exception("%s: the sink failed on a received message", self._label)
+            return ()
+        return answered or ()  # a sink that returns None knows of no response
 
     def fail(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         """These requests failed in transit."""

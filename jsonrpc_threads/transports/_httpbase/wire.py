@@ -1,6 +1,7 @@
-"""What the wire looks like: header names, media types, and every limit and delay of the transport.
+"""What the wire looks like: header names, media types, and every limit and delay of the HTTP transports.
 
-Pure constants, no code: each wait and bound of the HTTP transport has its name here.
+Pure constants, no code: each wait and bound of the two HTTP transports (Streamable
+HTTP and the legacy HTTP+SSE) has its name here.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ DEFAULT_READ_TIMEOUT_S = 300.0
 DEFAULT_MAX_WORKERS = 16
 #: The largest JSON body or SSE event accepted.
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-#: Attempts, in all, at resuming one exchange's broken SSE stream.
+#: Resumptions of a broken SSE stream: in all for a POST's answer, in a row for a long-lived stream.
 DEFAULT_MAX_RESUMPTIONS = 3
 #: The reconnection delay when the server sent no ``retry`` field.
 DEFAULT_RETRY_S = 1.0
 #: Upper bound of the reconnection delay, however much it backs off.
 MAX_RETRY_S = 60.0
-#: A listen stream that stayed open this long (or delivered a message) was healthy:
-#: the next reconnection waits the server's ``retry`` delay again, without backoff.
-LISTEN_HEALTHY_S = 10.0
+#: A long-lived stream (the listen stream, the legacy transport's) that stayed open this
+#: long, or delivered a message, was healthy: its next resumption waits the server's
+#: ``retry`` delay again, without backoff, and the resumptions are counted afresh.
+HEALTHY_STREAM_S = 10.0
 #: Threads that carry messages without requests for a transport whose hooks
 #: (``auth``, ``header_provider``) may block: the sender waits with its deadline.
 HOOK_SEND_WORKERS = 4

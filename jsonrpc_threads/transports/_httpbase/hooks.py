@@ -5,11 +5,11 @@ for the user in a browser) and ``header_provider`` are user code that runs
 while a request is made, and Python cannot interrupt a thread.  So when a
 transport has them, a message without requests (a notification, an answer
 to the server) is posted on a thread of a small pool of its own
-(``jsonrpc-http-send[<label>]-N``, :data:`~._wire.HOOK_SEND_WORKERS` threads),
-and the sender waits for it no longer than its deadline; the DELETE that ends
-the session goes the same way, so ``close()`` stays bounded.  A hook still
-blocks the thread it runs on, but the exchange is stopped at the deadline:
-once the hook returns, nothing is sent.
+(:data:`~.wire.HOOK_SEND_WORKERS` threads), and the sender waits for it no
+longer than its deadline; the DELETE that ends a session goes the same way,
+so ``close()`` stays bounded.  A hook still blocks the thread it runs on, but
+the exchange is stopped at the deadline: once the hook returns, nothing is
+sent.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -19,44 +19,39 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Callable
 
 from ..._deadlines import passed, wait_slice
 from ..._workers import PoolClosed, WorkerPool
-from ._endpoint import Endpoint
-from ._errors import DeadlinePassed, closed_error
-from ._exchange import Exchange
-from ._post import Poster
-from ._session import delete_session
-from ._wire import DELETE_TIMEOUT_S, HOOK_SEND_WORKERS
+from .errors import DeadlinePassed, closed_error
+from .exchange import Exchange
+from .wire import HOOK_SEND_WORKERS
 
 
 class HookSenders:
-    """The pool that posts messages without requests, and DELETEs, for a transport with hooks.
+    """The pool that sends, for a transport with hooks, what a caller waits for with a deadline.
 
     Args:
-        label: the transport's label (thread names, messages).
-        poster: how an exchange is run.
-        endpoint: where the DELETE goes.
+        label: the transport's label (for messages).
+        thread_name: the name of the pool's threads (``<name>-N``).
         workers: threads in the pool.
     """
 
-    def __init__(self, label: str, poster: Poster, endpoint: Endpoint, workers: int = HOOK_SEND_WORKERS) -> None:
+    def __init__(self, label: str, thread_name: str, workers: int = HOOK_SEND_WORKERS) -> None:
         self._label = label
-        self._poster = poster
-        self._endpoint = endpoint
-        self._pool = WorkerPool(workers, f"jsonrpc-http-send[{label}]")
+        self._pool = WorkerPool(workers, thread_name)
 
-    def post(self, exchange: Exchange, data: bytes) -> None:
-        """Post on a sender thread; wait no longer than the exchange's deadline.
+    def run(self, exchange: Exchange, send: Callable[[], None]) -> None:
+        """Run ``send()`` (which carries ``exchange``) on a sender thread; wait no longer than its deadline.
 
         Raises:
             DeadlinePassed: the deadline passed first (the exchange is stopped).
             TransportClosed: the transport closed.
-            JsonRpcError: what the POST raised (see ``Poster.post``).
+            JsonRpcError: what ``send()`` raised.
         """
         outcome: Future[None] = Future()
         try:
-            self._pool.submit(_post_into, self._poster, exchange, data, outcome)
+            self._pool.submit(_run_into, send, outcome)
         except PoolClosed:
             raise closed_error() from None
         deadline = exchange.deadline
@@ -67,41 +62,41 @@ class HookSenders:
                     return
                 except FutureTimeout:
                     if outcome.done():
-                        raise  # the POST itself raised a TimeoutError
+                        raise  # send() itself raised a TimeoutError
                     if passed(deadline):
                         break
         except BaseException:
             exchange.stop()
             raise
         exchange.stop()  # not sent once the hook returns, or its read ends now
-        raise DeadlinePassed(f"{self._label}: the deadline passed while the POST waited for its hooks")
+        raise DeadlinePassed(f"{self._label}: the deadline passed while the request waited for its hooks")
 
-    def delete_session(self, session_id: str) -> None:
-        """DELETE the session on a sender thread, waiting at most twice ``DELETE_TIMEOUT_S``."""
+    def run_briefly(self, work: Callable[[], None], wait: float) -> None:
+        """Run ``work()`` (which never raises) on a sender thread, waiting at most ``wait`` seconds."""
         finished = threading.Event()
         try:
-            self._pool.submit(_delete_then_set, self._endpoint, session_id, finished)
+            self._pool.submit(_run_then_set, work, finished)
         except PoolClosed:
             return
-        finished.wait(2 * DELETE_TIMEOUT_S)
+        finished.wait(wait)
 
     def shutdown(self, grace: float) -> None:
         """Stop the pool; a thread stuck in a hook is left to end on its own (a daemon)."""
         self._pool.shutdown(grace)
 
 
-def _post_into(poster: Poster, exchange: Exchange, data: bytes, outcome: Future[None]) -> None:
+def _run_into(send: Callable[[], None], outcome: Future[None]) -> None:
     try:
-        poster.post(exchange, data)
+        send()
     except BaseException as exc:
         outcome.set_exception(exc)
     else:
         outcome.set_result(None)
 
 
-def _delete_then_set(endpoint: Endpoint, session_id: str, finished: threading.Event) -> None:
+def _run_then_set(work: Callable[[], None], finished: threading.Event) -> None:
     try:
-        delete_session(endpoint, session_id)
+        work()
     finally:
         finished.set()
 

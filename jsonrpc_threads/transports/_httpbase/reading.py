@@ -1,32 +1,26 @@
-"""Reading an answer's body, every socket read bounded by its exchange: JSON, an error excerpt, SSE events.
+"""Reading an answer's body, every socket read bounded by its exchange: the chunks, JSON, an error excerpt.
 
 The body is read as it arrives (never waiting for a full buffer or the end
 of a chunked answer).  With an exchange that has a deadline, each socket read
-waits no longer than the time left (:meth:`~._exchange.Exchange.bound_next_read`),
+waits no longer than the time left (:meth:`~.exchange.Exchange.bound_next_read`),
 so a server that trickles bytes (or none) frees its reader at the deadline;
 an exchange that is stopped has its socket shut down, which ends the read at once.
-
-SSE bodies are fed to :class:`~jsonrpc_threads.framing.SseDecoder`;
-:func:`consume_sse` delivers each event's data as one message, notes the
-event ids and ``retry`` delays the exchange needs to resume a broken stream,
-and leaves a stream that owes nothing more.
+SSE bodies are read as :func:`body_chunks` by :mod:`.stream`.
 
 Network errors are raised as they come (the caller translates them, see
-:mod:`._errors`), except by :func:`read_excerpt` and :func:`consume_sse`.
+:mod:`.errors`), except by :func:`read_excerpt`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Iterator, List
 
 import requests
 
-from ...errors import JsonRpcError, MessageTooLarge
-from ...framing import Oversized, SseDecoder
-from ...framing.sse import Event
-from ._errors import NetworkErrors, is_network_error
-from ._exchange import Exchange
-from ._wire import CHUNK_BYTES, ERROR_BODY_LIMIT_BYTES, MAX_RETRY_S
+from ...errors import MessageTooLarge
+from .errors import is_network_error
+from .exchange import Exchange
+from .wire import CHUNK_BYTES, ERROR_BODY_LIMIT_BYTES
 
 
 def media_type(response: requests.Response) -> str:
@@ -98,62 +92,4 @@ def read_excerpt(response: requests.Response, exchange: Exchange) -> bytes:
     return bytes(body[:ERROR_BODY_LIMIT_BYTES])
 
 
-def sse_events(response: requests.Response, exchange: Exchange, limit: int) -> Iterator[Event]:
-    """The events of an SSE body as they arrive.
-
-    Raises:
-        MessageTooLarge: an event above ``limit`` (the stream is abandoned).
-    """
-    decoder = SseDecoder(limit)
-    for chunk in body_chunks(response, exchange):
-        for frame in decoder.feed(chunk):
-            if isinstance(frame, Oversized):
-                raise MessageTooLarge(limit, "SSE event")
-            yield frame
-    decoder.end()  # an event cut by the end of the stream is dropped
-
-
-def consume_sse(
-    response: requests.Response,
-    exchange: Exchange,
-    limit: int,
-    deliver: Callable[[bytes], None],
-    errors: NetworkErrors,
-) -> Optional[JsonRpcError]:
-    """Deliver SSE events as they arrive, until the stream ends or owes nothing more.
-
-    Returns:
-        ``None`` when the stream ended (or every request was answered, or
-        the exchange was stopped), else why it broke: an
-        :class:`~jsonrpc_threads.errors.HttpConnectionError`, or
-        :class:`~jsonrpc_threads.errors.TransportClosed` when ``close()``
-        interrupted it.
-
-    Raises:
-        MessageTooLarge: an event above ``limit`` (the stream is abandoned).
-    """
-    try:
-        for event in sse_events(response, exchange, limit):
-            if exchange.stopped:
-                return None
-            exchange.events += 1
-            if event.id is not None:
-                exchange.last_event_id = event.id or None
-            if event.retry is not None:
-                exchange.retry_s = min(event.retry / 1000.0, MAX_RETRY_S)
-            if not event.data:
-                continue  # a priming event, or a keep-alive
-            payload = event.data.encode("utf-8")
-            exchange.note_bytes(payload)
-            deliver(payload)
-            exchange.messages += 1
-            if exchange.done:
-                return None  # the server should end the stream now; don't wait for it
-    except Exception as exc:
-        if not is_network_error(exc):
-            raise
-        return errors.translate(exc)
-    return None
-
-
-__all__ = ["body_chunks", "consume_sse", "media_type", "read_body", "read_excerpt", "sse_events"]
+__all__ = ["body_chunks", "media_type", "read_body", "read_excerpt"]

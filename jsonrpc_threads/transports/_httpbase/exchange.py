@@ -1,23 +1,23 @@
-"""One exchange (a POST, its answer and its resumptions), and how it ends early.
+"""One exchange (a request and its answer, resumptions included), and how it ends early.
 
-Theory of operation.  Every POST the transport makes is carried by one
-:class:`Exchange`, on one thread from start to end: a pool thread, the
-caller's own thread (a blocking call), or the listen thread.  It knows
+Theory of operation.  Every HTTP request a transport makes belongs to one
+:class:`Exchange`, carried on one thread from start to end: a POST and its
+answer (on a pool thread, or the caller's own thread for a blocking call), or
+a long-lived event stream (the listen stream, the legacy transport's stream,
+on their own threads).  It knows
 
 - the requests it carries (``unanswered``: struck off as their responses
-  pass by, so a stream that owes nothing more is left at once, and a broken
-  one is resumed only while it still owes something);
+  pass by, the sink telling which ids a delivered message answered, so a
+  stream that owes nothing more is left at once, and a broken one is resumed
+  only while it still owes something);
 - its deadline (the request's, from the client): every connection attempt,
-  socket read and wait before a resumption ends by then (:meth:`time_left`);
-- what it needs to resume an SSE stream: the last event id, the server's
-  ``retry`` delay, and how many resumptions it made (bounded in all, never
-  reset by the events a resumed stream delivers).
+  socket read and wait before a resumption ends by then (:meth:`time_left`).
 
 An exchange ends early when it is *stopped* (:meth:`Exchange.stop`): every
 request it carries was abandoned by the client (settled locally: timeout,
 ``Future.cancel()``), or the transport closes.  Stopping never blocks: it
 shuts down the socket of the connection the exchange is using (attached to
-it by :mod:`._connections`), so a read in progress ends at once; a wait before
+it by :mod:`.connections`), so a read in progress ends at once; a wait before
 a resumption wakes; a connection made later is shut down as it attaches; and
 nothing is sent after an ``auth`` hook returns.  A stopped exchange reports
 nothing: the client has settled its requests already.
@@ -37,10 +37,9 @@ import threading
 import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ...errors import JsonRpcError, RequestId
-from ...messages import decode, is_valid_id
-from ._connections import shutdown_socket
-from ._wire import DEFAULT_RETRY_S
+from ...errors import RequestId
+from ...messages import is_valid_id
+from .connections import shutdown_socket, socket_of
 
 
 class Exchange:
@@ -48,7 +47,7 @@ class Exchange:
 
     Args:
         request_ids: the requests inside the POST (none for a notification,
-            a response, or the listen stream).
+            a response, or a long-lived stream).
         deadline: on the :func:`time.monotonic` clock, or ``None``.
         read_timeout: the longest one socket read may wait.
         headers: the message's own headers (from the layer above), sent with
@@ -61,15 +60,10 @@ class Exchange:
         "_lock",
         "_wake",
         "deadline",
-        "events",
         "had_ids",
         "headers",
-        "last_event_id",
-        "messages",
         "read_timeout",
         "request_ids",
-        "resumptions",
-        "retry_s",
         "stopped",
         "unanswered",
     )
@@ -88,18 +82,13 @@ class Exchange:
         self.unanswered: Set[RequestId] = set(self.request_ids)
         self._abandoned: Set[RequestId] = set()
         # A stream that answers requests is done once all are answered; one that
-        # answers a notification (or is the listen stream) is read to its end.
+        # answers a notification (or a long-lived stream) is read to its end.
         self.had_ids = bool(self.unanswered)
         self.deadline = deadline
         self.read_timeout = read_timeout
         self.stopped = False
         self._connection: Any = None
         self._wake: Optional[threading.Event] = None  # made when a resumption first waits
-        self.last_event_id: Optional[str] = None
-        self.retry_s = DEFAULT_RETRY_S
-        self.events = 0  # SSE events seen
-        self.messages = 0  # messages delivered
-        self.resumptions = 0  # GETs made to resume the stream
 
     # -- the deadline --------------------------------------------------------------------
 
@@ -130,7 +119,7 @@ class Exchange:
         left = self.time_left()
         if left is None:
             return
-        sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+        sock = socket_of(getattr(response.raw, "connection", None))
         if sock is not None:
             sock.settimeout(min(self.read_timeout, left))
 
@@ -151,23 +140,11 @@ class Exchange:
         """True once every request it carried was answered."""
         return self.had_ids and not self.unanswered
 
-    def note(self, value: Any) -> None:
-        """Strike the ids of the responses in a decoded message (or batch)."""
-        if not self.unanswered:
-            return
-        for item in value if isinstance(value, list) else (value,):
-            if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
-                request_id = item.get("id")
-                if is_valid_id(request_id):
-                    with self._lock:
-                        self.unanswered.discard(request_id)
-
-    def note_bytes(self, payload: bytes) -> None:
-        if self.unanswered:
-            try:
-                self.note(decode(payload))
-            except JsonRpcError:
-                pass
+    def answered(self, request_ids: Sequence[RequestId]) -> None:
+        """Strike the requests a delivered message answered (the ids the sink returned)."""
+        if request_ids and self.unanswered:
+            with self._lock:
+                self.unanswered.difference_update(request_ids)
 
     def strike(self, request_id: Any) -> bool:
         """Strike ``request_id`` if this exchange still owes its answer; True if it did."""
@@ -204,13 +181,13 @@ class Exchange:
             if connection is not None:
                 # Under the lock: the connection cannot go back to its pool (and
                 # on to another exchange) before it is shut down.
-                shutdown_socket(getattr(connection, "sock", None))
+                shutdown_socket(socket_of(connection))
             wake = self._wake
         if wake is not None:
             wake.set()
 
     def attach(self, connection: Any) -> None:
-        """``connection`` carries this exchange now (from :mod:`._connections`).
+        """``connection`` carries this exchange now (from :mod:`.connections`).
 
         Raises:
             ConnectionAbortedError: the exchange was stopped (the connection is shut down).
@@ -219,7 +196,7 @@ class Exchange:
             if not self.stopped:
                 self._connection = connection
                 return
-        shutdown_socket(getattr(connection, "sock", None))
+        shutdown_socket(socket_of(connection))
         raise ConnectionAbortedError("the exchange was abandoned")
 
     def detach(self, connection: Any) -> None:

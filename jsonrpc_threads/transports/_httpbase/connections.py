@@ -18,24 +18,23 @@ thread attaches itself to that exchange.  It is detached when urllib3 puts
 it back into its pool, before another exchange can take it, so an exchange
 never shuts down a connection that has moved on to someone else.
 
-One write per request.  urllib3 writes a request's head and its body with
-two system calls, and the server wakes up for each; a connection of ours
-holds the head back and writes it with a body of up to ``COALESCE_BYTES``
-(what ``http.client`` does by itself when given the body at once).
+:class:`TrackedAdapter` mounts those pools, never retries and never follows
+a redirect: the plain adapter.  (The direct path, :mod:`.direct`, extends it.)
 
 Environment.  ``requests`` reads proxies, CA bundle variables and
 ``~/.netrc`` on every request; :func:`make_session` reads them once, when the
-transport is made (the URL never changes), which is a fifth of a local round
-trip saved.
+transport is made (the URL never changes), as ``HttpTransport`` documents: a
+session whose settings never change is also what the direct path needs.
 """
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 import weakref
 from types import TracebackType
-from typing import Any, Dict, Optional, Protocol, Tuple, Type, Union
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple, Type, Union
 
 import requests
 import requests.adapters
@@ -43,17 +42,8 @@ import requests.auth
 import requests.cookies
 import requests.utils
 import urllib3
-from requests.structures import CaseInsensitiveDict
 from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import ConnectionPool, HTTPConnectionPool, HTTPSConnectionPool
-
-#: A request body up to this size goes out in the same write as the request's head.
-COALESCE_BYTES = 64 * 1024
-
-#: How many (URL, TLS settings) pools an adapter remembers before it forgets them all.
-_MAX_REMEMBERED_POOLS = 16
-#: How many URLs' request targets an adapter remembers before it forgets them all.
-_MAX_REMEMBERED_TARGETS = 16
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 #: The thread's current exchange (see :class:`carrying`).
 _current = threading.local()
@@ -78,6 +68,17 @@ def shutdown_socket(sock: Optional[socket.socket]) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+def socket_of(connection: Any) -> Optional[socket.socket]:
+    """The socket ``connection`` made when it connected.
+
+    ``http.client`` drops a connection's ``sock`` when it hands the socket to
+    an answer that closes the connection at its end (no length, no chunks: an
+    event stream, often); the answer still reads that socket, so this is what
+    must be bounded and shut down.
+    """
+    return getattr(connection, "connected_sock", None) or getattr(connection, "sock", None)
 
 
 class carrying:
@@ -174,15 +175,16 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
     """urllib3 pool classes whose connections record their sockets and attach to exchanges."""
 
     def connected(connection: Any) -> None:
+        connection.connected_sock = connection.sock
         if connection.sock is not None and not connections.add(connection.sock):
             raise ConnectionAbortedError("HTTP transport closed")
         _attach(connection)
 
     class _Tracked:
-        """What both connection classes add: socket records, exchanges, one write per small request."""
+        """What both connection classes add: socket records and exchanges."""
 
         exchange: Optional[Attachable] = None
-        _held: Optional[bytearray] = None
+        connected_sock: Optional[socket.socket] = None
 
         def connect(self) -> None:
             super().connect()  # type: ignore[misc]
@@ -191,28 +193,7 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
         def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:
             if getattr(self, "sock", None) is not None:  # a kept-alive connection (a new one attaches in connect())
                 _attach(self)
-            if not isinstance(body, bytes) or len(body) > COALESCE_BYTES:
-                super().request(method, url, body, headers, **options)  # type: ignore[misc]
-                return
-            # urllib3 writes the head and the body apart: two system calls and two wake-ups of the server.
-            self._held = bytearray()
-            try:
-                super().request(method, url, body, headers, **options)  # type: ignore[misc]
-                held = self._held
-            finally:
-                self._held = None
-            if held:
-                super().send(held)  # type: ignore[misc]
-
-        def send(self, data: Any) -> None:
-            held = self._held
-            if held is not None:
-                if isinstance(data, (bytes, bytearray)):
-                    held += data
-                    return
-                self._held = None  # not bytes: what is held goes first, the rest as it comes
-                super().send(held)  # type: ignore[misc]
-            super().send(data)  # type: ignore[misc]
+            super().request(method, url, body, headers, **options)  # type: ignore[misc]
 
     class _Connection(_Tracked, HTTPConnection):
         pass
@@ -239,99 +220,16 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
     return {"http": _Pool, "https": _TlsPool}
 
 
-class _Answer(requests.Response):
-    """A ``requests.Response`` whose cookie jar is made, from the answer's ``Set-Cookie``, when first read.
-
-    ``requests`` builds a jar and parses the answer's cookies into it for
-    every response, a twentieth of a loopback round trip; most answers set no
-    cookie and nobody reads the jar (the session's own jar gets the cookies
-    either way, see :mod:`._direct`).
-    """
-
-    @property
-    def cookies(self) -> requests.cookies.RequestsCookieJar:
-        jar: Optional[requests.cookies.RequestsCookieJar] = self.__dict__.get("_jar")
-        if jar is None:
-            jar = requests.cookies.cookiejar_from_dict({})  # type: ignore[no-untyped-call]
-            if self.raw is not None and self.request is not None:
-                requests.cookies.extract_cookies_to_jar(jar, self.request, self.raw)  # type: ignore[no-untyped-call]
-            self.__dict__["_jar"] = jar
-        return jar
-
-    @cookies.setter
-    def cookies(self, jar: requests.cookies.RequestsCookieJar) -> None:
-        self.__dict__["_jar"] = jar
-
-
-#: What a fresh ``requests.Response`` holds, but its cookie jar (and its list of redirects, made anew each time).
-_FRESH_ANSWER = {name: value for name, value in vars(requests.Response()).items() if name not in ("cookies", "history")}
-
-
-class _Adapter(requests.adapters.HTTPAdapter):
-    """An adapter over our pool classes; never retries, never redirects; remembers pools and request targets per URL."""
+class TrackedAdapter(requests.adapters.HTTPAdapter):
+    """The plain adapter: our pool classes (see the module docstring); never retries, never redirects."""
 
     def __init__(self, connections: Connections, pool_maxsize: int) -> None:
         self._pool_classes = _pool_classes(connections)  # before super(): it builds the pool manager
-        self._pools: Dict[Tuple[Any, ...], Any] = {}
-        self._targets: Dict[Any, str] = {}  # URL -> the request target requests makes of it, with no proxy
         super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=0)
 
     def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
         super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
         self.poolmanager.pool_classes_by_scheme = self._pool_classes
-
-    def get_connection_with_tls_context(
-        self, request: requests.PreparedRequest, verify: Any, proxies: Any = None, cert: Any = None
-    ) -> ConnectionPool:
-        """The pool for ``request``, remembered per URL and TLS settings while no proxy is involved."""
-        if proxies:
-            return super().get_connection_with_tls_context(request, verify, proxies=proxies, cert=cert)
-        key = (request.url, verify, cert)
-        pool = self._pools.get(key)
-        if pool is None or pool.pool is None:  # an evicted or closed pool has no connection queue
-            pool = super().get_connection_with_tls_context(request, verify, proxies=proxies, cert=cert)
-            if len(self._pools) >= _MAX_REMEMBERED_POOLS:
-                self._pools.clear()
-            self._pools[key] = pool
-        return pool
-
-    def request_url(self, request: requests.PreparedRequest, proxies: Any) -> str:
-        """The request target ``HTTPAdapter.request_url`` makes of the URL, remembered while no proxy is involved.
-
-        It parses the URL twice and looks for a proxy in an empty mapping (3.4 us,
-        forty function calls, about a seventieth of a loopback round trip) for
-        the same answer every time.
-        """
-        if proxies:
-            return str(super().request_url(request, proxies))
-        url = request.url
-        target = self._targets.get(url)
-        if target is None:
-            target = str(super().request_url(request, proxies))
-            if len(self._targets) >= _MAX_REMEMBERED_TARGETS:
-                self._targets.clear()
-            self._targets[url] = target
-        return target
-
-    def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
-        """What ``HTTPAdapter.build_response`` makes, with the cookie jar left until it is read (:class:`_Answer`)."""
-        response = _Answer.__new__(_Answer)
-        response.__dict__.update(_FRESH_ANSWER)
-        response.history = []
-        response.status_code = resp.status
-        response.headers = CaseInsensitiveDict(resp.headers)
-        response.encoding = requests.utils.get_encoding_from_headers(response.headers)
-        response.raw = resp
-        response.reason = resp.reason
-        response.url = req.url.decode("utf-8") if isinstance(req.url, bytes) else req.url  # type: ignore[assignment]
-        response.request = req
-        response.connection = self
-        return response
-
-    def close(self) -> None:
-        self._pools.clear()
-        self._targets.clear()
-        super().close()
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
@@ -340,14 +238,43 @@ class _Adapter(requests.adapters.HTTPAdapter):
         return manager
 
 
+#: Sends a prepared request with (connect, read) timeouts; the answer's body is left to stream.
+Send = Callable[[Tuple[float, float]], requests.Response]
+
+
+class PlainSender:
+    """How ``requests`` itself sends a request: ``Session.prepare_request``, then ``Session.send``.
+
+    The answer is streamed and a redirect is never followed.  Thread-safe.
+
+    Args:
+        session: the transport's session (from :func:`make_session`).
+    """
+
+    def __init__(self, session: requests.Session) -> None:
+        self._session = session
+
+    def prepare(self, method: str, url: str, headers: Dict[str, str], data: Optional[bytes]) -> Send:
+        """Prepare the request (the ``auth`` hook runs here, for as long as it takes); return what sends it.
+
+        Raises:
+            requests.RequestException: a header ``requests`` refuses (``InvalidHeader``);
+                an exception from the ``auth`` hook as is.
+        """
+        prepared = self._session.prepare_request(requests.Request(method, url, headers=headers, data=data))
+        return functools.partial(self._send, prepared)
+
+    def _send(self, prepared: requests.PreparedRequest, timeout: Tuple[float, float]) -> requests.Response:
+        return self._session.send(prepared, timeout=timeout, stream=True, allow_redirects=False)
+
+
 def make_session(
     url: str,
     auth: Optional[requests.auth.AuthBase],
     verify: Union[bool, str],
-    connections: Connections,
-    pool_maxsize: int,
+    adapter: requests.adapters.HTTPAdapter,
 ) -> requests.Session:
-    """A ``requests.Session`` for ``url`` over our connections, its environment read once.
+    """A ``requests.Session`` for ``url`` over ``adapter`` (a :class:`TrackedAdapter`), its environment read once.
 
     With ``trust_env`` on, ``requests`` looks up proxies (walking ``os.environ``
     twice), the CA bundle variables and ``~/.netrc`` on every request.  The
@@ -366,7 +293,6 @@ def make_session(
     session.trust_env = False
     session.proxies = settings["proxies"]
     session.verify = settings["verify"]
-    adapter = _Adapter(connections, pool_maxsize)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
@@ -384,4 +310,15 @@ def runs_user_code(auth: Any) -> bool:
     return type(auth) not in (requests.auth.HTTPBasicAuth, requests.auth.HTTPProxyAuth)
 
 
-__all__ = ["Attachable", "Connections", "carrying", "make_session", "runs_user_code", "shutdown_socket"]
+__all__ = [
+    "Attachable",
+    "Connections",
+    "PlainSender",
+    "Send",
+    "TrackedAdapter",
+    "carrying",
+    "make_session",
+    "runs_user_code",
+    "shutdown_socket",
+    "socket_of",
+]

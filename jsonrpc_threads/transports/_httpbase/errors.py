@@ -10,7 +10,7 @@ Two kinds of failure enter here, and nowhere else:
   :class:`~jsonrpc_threads.errors.HttpConnectionError` for a refused, reset or
   timed-out connection, :class:`~jsonrpc_threads.errors.HttpError` for the rest;
 - an HTTP status that is not the answer we wait for (:func:`status_error`,
-  :func:`redirect_error`, :func:`resume_error`): 404 to a request that carried
+  :func:`redirect_error`, :func:`stream_refused`): 404 to a request that carried
   a session id is :class:`~jsonrpc_threads.errors.SessionExpired`, a JSON-RPC
   error body is that error, a redirect is refused (never followed), anything
   else an :class:`~jsonrpc_threads.errors.HttpError` with the status and an
@@ -37,8 +37,8 @@ import requests
 import urllib3.exceptions
 
 from ...errors import HttpConnectionError, HttpError, JsonRpcError, SessionExpired, TransportClosed, error_from_response
-from ._redact import url_label
-from ._wire import BODY_EXCERPT_CHARS
+from ..redact import url_label
+from .wire import BODY_EXCERPT_CHARS
 
 #: What a failing socket read or write can raise, at every layer.
 NETWORK_ERRORS: Tuple[Type[BaseException], ...] = (
@@ -202,12 +202,18 @@ def status_error(
     return HttpError(f"{label}: HTTP {status} {reason}".rstrip(), status_code=status, body_excerpt=excerpt(body))
 
 
-def resume_error(label: str, status: int, media_type: str, body: bytes, *, sent_session: bool) -> HttpError:
-    """The error for a GET that should have resumed an SSE stream and did not."""
+def stream_refused(
+    label: str, what: str, status: int, media_type: str, body: bytes, *, sent_session: bool, resuming: bool
+) -> HttpError:
+    """The error for a GET that should have opened (or, ``resuming``, resumed) an event stream and did not.
+
+    ``what``: the stream, for the message ("the listen stream").
+    """
+    doing = "resumed" if resuming else "opened"
     if status == 404 and sent_session:
-        return SessionExpired(f"{label}: the session expired (404) while resuming an SSE stream", status_code=404)
+        return SessionExpired(f"{label}: the session expired (404): {what} cannot be {doing}", status_code=404)
     return HttpConnectionError(
-        f"{label}: the SSE stream broke and cannot be resumed: GET answered {status} {media_type}".rstrip(),
+        f"{label}: {what} cannot be {doing}: GET answered {status} {media_type}".rstrip(),
         status_code=status,
         body_excerpt=excerpt(body),
     )
@@ -247,7 +253,7 @@ __all__ = [
     "is_network_error",
     "network_error",
     "redirect_error",
-    "resume_error",
+    "stream_refused",
     "root_cause",
     "status_error",
 ]
