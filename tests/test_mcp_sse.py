@@ -34,7 +34,7 @@ from jsonrpc_threads import (
     transport_from_config,
 )
 from jsonrpc_threads.mcp import LATEST_SESSION_PROTOCOL_VERSION, McpClient
-from jsonrpc_threads.mcp.transport_roles import HasLegacyTransport, RevisionBound
+from jsonrpc_threads.mcp.transport_roles import RevisionBound, legacy_transport_for
 from jsonrpc_threads.transports.http import HttpTransport
 
 from .conftest import peer_command
@@ -250,7 +250,8 @@ def test_a_legacy_transport_is_made_with_the_settings_of_a_streamable_one() -> N
         "http://127.0.0.1:9/mcp", headers={"X-Team": "a"}, auth=auth, read_timeout=7.0, max_resumptions=5, verify=False
     )
     legacy = SseTransport.from_settings("http://127.0.0.1:9/sse", http.settings)
-    made: Any = http.legacy_transport()
+    made: Any = legacy_transport_for(http)
+    assert legacy_transport_for(legacy) is None  # a legacy transport has no legacy of its own
     again = HttpTransport.from_settings(http.url, http.settings)
     try:
         assert isinstance(made, SseTransport) and made.url == http.url
@@ -351,7 +352,7 @@ def test_mcp_over_the_sdks_legacy_sse_server(sdk_sse_url: str) -> None:
 
 def test_a_streamable_http_url_refused_with_4xx_falls_back_to_the_legacy_transport(sdk_sse_url: str) -> None:
     transport = HttpTransport(sdk_sse_url)
-    assert isinstance(transport, HasLegacyTransport)
+    assert legacy_transport_for(transport) is not None
     with McpClient(transport, default_timeout=WAIT_S) as client:
         # server/discover, then initialize, were refused (405): the same URL, over HTTP+SSE, once.
         assert isinstance(client.rpc.transport, SseTransport)

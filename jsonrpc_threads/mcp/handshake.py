@@ -49,7 +49,7 @@ from .client_features import ClientFeatures
 from .errors import ProtocolVersionError, UnsupportedProtocolVersion
 from .flight import Budget, SharedStep
 from .stateless import StatelessRequests
-from .transport_roles import HasLegacyTransport, RevisionBound, SessionTransport, session_of
+from .transport_roles import RevisionBound, SessionTransport, legacy_transport_for, session_of
 
 logger = logging.getLogger(__name__)
 
@@ -323,14 +323,14 @@ class Handshake:
             self._legacy_sse_fallback
             and type(exc) is HttpError
             and exc.status_code in LEGACY_SSE_STATUSES
-            and isinstance(self._link.rpc.transport, HasLegacyTransport)
+            and legacy_transport_for(self._link.rpc.transport) is not None
         )
 
     def _switch_to_legacy_sse(self) -> None:
         """Replace the Streamable HTTP transport by the legacy HTTP+SSE one (once, before any session)."""
-        transport = self._link.rpc.transport
-        assert isinstance(transport, HasLegacyTransport)
-        self._link.replace_rpc(transport.legacy_transport())
+        legacy = legacy_transport_for(self._link.rpc.transport)
+        assert legacy is not None
+        self._link.replace_rpc(legacy)
         with self._lock:
             self._adjust = {}  # the refused exchanges stay with the old client
 

@@ -5,12 +5,13 @@ Theory of operation.  The transport contract
 MCP.  Some transports carry more that only MCP uses: Streamable HTTP has a
 server session (its id, the negotiated version header, the listen stream,
 and the stateless revision that has none of them) and a legacy transport at
-the same URL; the HTTP+SSE transport exists only in one old revision.  The
-protocols below name those roles.  A transport plays one by its methods and
+the same URL (made here, from its settings: :func:`legacy_transport_for`); the
+HTTP+SSE transport exists only in one old revision.  The protocols below name
+those roles.  A transport plays one by its methods and
 attributes alone (``runtime_checkable`` structural checks), without importing
 this module: the arrows point from ``mcp/`` down, never back up.
 
-Pure: protocols and one lookup, no I/O.
+No I/O: protocols, one lookup, and the legacy transport made (not started).
 """
 
 from __future__ import annotations
@@ -46,18 +47,6 @@ class SessionTransport(Protocol):
 
 
 @runtime_checkable
-class HasLegacyTransport(Protocol):
-    """A transport whose server may speak an older transport at the same URL instead.
-
-    Streamable HTTP offers the HTTP+SSE transport of MCP 2024-11-05, for the
-    fallback the MCP layer makes when its first POST is refused.
-    """
-
-    def legacy_transport(self) -> Transport:
-        """A new, unstarted transport to the same server over the older transport (same settings)."""
-
-
-@runtime_checkable
 class RevisionBound(Protocol):
     """A transport that an old protocol revision defines, and that carries only that era.
 
@@ -74,4 +63,19 @@ def session_of(transport: Any) -> Optional[SessionTransport]:
     return transport if isinstance(transport, SessionTransport) else None
 
 
-__all__ = ["HasLegacyTransport", "RevisionBound", "SessionTransport", "session_of"]
+def legacy_transport_for(transport: Transport) -> Optional[Transport]:
+    """For a Streamable HTTP transport, a new, unstarted legacy HTTP+SSE transport to its URL with its settings.
+
+    The fallback the MCP layer makes when a server refuses Streamable HTTP's
+    first POST (MCP 2024-11-05's transport lives at the same URL); ``None``
+    for any other transport.  ``transport`` is not changed: the caller closes it.
+    """
+    from ..transports.http import HttpTransport  # noqa: PLC0415 - loaded already when it is one
+    from ..transports.sse import SseTransport  # noqa: PLC0415 - the legacy transport, only when asked for
+
+    if type(transport) is not HttpTransport:
+        return None
+    return SseTransport.from_settings(transport.url, transport.settings)
+
+
+__all__ = ["RevisionBound", "SessionTransport", "legacy_transport_for", "session_of"]

@@ -64,7 +64,7 @@ from .._httpbase.wire import (
     DELETE_TIMEOUT_S,
     HOOK_SEND_WORKERS,
 )
-from ..base import MessageSink, Transport
+from ..base import MessageSink
 from ..redact import url_label
 from ._listen import ListenStream
 from ._post import Poster
@@ -386,7 +386,7 @@ class HttpTransport:
         """The stateless revision (2026-07-28) of Streamable HTTP: no session, no listen stream, no resumption.
 
         Set by the MCP layer before its first request (see
-        :class:`~jsonrpc_threads.transports.base.SessionTransport`); setting it
+        :class:`~jsonrpc_threads.mcp.transport_roles.SessionTransport`); setting it
         forgets a session id taken before.
         """
         return self._session.stateless
@@ -463,19 +463,6 @@ class HttpTransport:
             ValueError: for a URL that is not ``http(s)://host...``.
         """
         return cls(url, **settings.keywords())
-
-    def legacy_transport(self) -> Transport:
-        """An :class:`~jsonrpc_threads.transports.sse.SseTransport` to the same URL, with the same settings.
-
-        (:class:`~jsonrpc_threads.transports.base.HasLegacyTransport`.)  For
-        the fallback to the HTTP+SSE transport of 2024-11-05 that the MCP
-        layer makes when this transport's first POST is refused; this
-        transport is not changed (the caller closes it).  Kept until the MCP
-        layer makes that transport itself (``SseTransport.from_settings(url, settings)``).
-        """
-        from ..sse import SseTransport  # noqa: PLC0415 - the legacy transport, only when needed
-
-        return SseTransport.from_settings(self.url, self.settings)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

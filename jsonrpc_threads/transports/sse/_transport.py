@@ -101,7 +101,7 @@ class SseTransport:
             :class:`~jsonrpc_threads.transports.http.HttpSettings` (``max_reconnects``
             is its ``max_resumptions``; see :meth:`from_settings`).
         revision: ``"2024-11-05"``, the MCP revision that defines this transport
-            (:class:`~jsonrpc_threads.transports.base.RevisionBound`: MCP over
+            (the MCP layer reads it as a ``RevisionBound`` transport: MCP over
             it is the ``initialize`` handshake of the session era).
     """
 
