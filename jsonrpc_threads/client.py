@@ -446,19 +446,33 @@ class JsonRpcClient(Closing):
 
     # -- MessageSink: called by the transport -----------------------------------
 
-    def message_received(self, data: bytes) -> None:
-        """Transport callback: one JSON text arrived.  Never raises, never runs user code."""
+    def message_received(self, data: bytes) -> Sequence[RequestId]:
+        """Transport callback: one JSON text arrived.  Never raises, never runs user code.
+
+        Returns:
+            The ids of the responses it carried (see :class:`~.transports.base.MessageSink`).
+        """
         if self._observer is not None:
             self._observer.received(data)
         try:
             value = messages.decode(data)
         except JsonRpcError:
             logger.warning("%s: skipping a message that is not JSON: %.200r", self._label, data)
-            return
+            return ()
         if type(value) is dict:  # the usual message, without one more call
             self._dispatch(value)
-        else:
-            self._dispatch_value(value, data)
+            if "method" not in value:
+                request_id: RequestId = value.get("id")  # type: ignore[assignment]
+                return (request_id,) if messages.is_valid_id(request_id) else ()
+            return ()
+        self._dispatch_value(value, data)
+        if type(value) is list:
+            return [
+                item["id"]
+                for item in value
+                if type(item) is dict and "method" not in item and messages.is_valid_id(item.get("id"))
+            ]
+        return ()
 
     def messages_received(self, chunk: Deque[bytes]) -> None:
         """Transport callback: JSON texts that one read brought, taken in order from the left of ``chunk``.

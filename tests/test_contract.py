@@ -20,7 +20,7 @@ from jsonrpc_threads import (
 )
 
 from .conftest import peer_command
-from .helpers import MemoryTransport
+from .helpers import scripted
 from .peers.http_peer import HttpPeer
 from .peers.sse_peer import SsePeer
 
@@ -41,7 +41,7 @@ def connect(kind: str) -> Iterator[Any]:
 
     def make(**options: Any) -> JsonRpcClient:
         if kind == "memory":
-            transport: Any = MemoryTransport()
+            transport: Any = scripted()
         elif kind == "stdio":
             transport = StdioTransport(peer_command("stdio_peer"))
         elif kind == "legacy-sse":

@@ -22,7 +22,7 @@ import pytest
 from jsonrpc_threads import JsonRpcClient, JsonRpcError, RequestTimeout, StdioTransport, TransportClosed, _pending
 
 from .conftest import peer_command
-from .helpers import MemoryPeer, MemoryTransport, Message, error, response
+from .helpers import MemoryPeer, Message, error, response, scripted
 
 SEED = int(os.environ.get("JSONRPC_STRESS_SEED", random.SystemRandom().randrange(1 << 32)))
 REQUESTS = int(os.environ.get("JSONRPC_STRESS_REQUESTS", "100000"))
@@ -164,7 +164,7 @@ def test_every_future_settles_once_whatever_races(ledger: Ledger, close_midway: 
     total = REQUESTS if not close_midway else REQUESTS // 4
     peer = MemoryPeer(script=chaos(seed))
     ledger.midway_at = total // 3 if close_midway else 0
-    client = JsonRpcClient(MemoryTransport(peer), cancellation="mcp", handler_workers=2)
+    client = JsonRpcClient(scripted(peer), cancellation="mcp", handler_workers=2)
     client.on_notification("progress", lambda params: None)
     per_worker = total // THREADS
     workers = [
@@ -223,7 +223,7 @@ def test_waiters_of_every_kind_see_every_settle() -> None:
         delay = random.Random(f"{seed}:{request['id']}").choice((0.0, 0.0, 0.0005, 0.002))
         return [(delay, response(request["id"], request["id"]))]
 
-    client = JsonRpcClient(MemoryTransport(MemoryPeer(script=quick)))
+    client = JsonRpcClient(scripted(MemoryPeer(script=quick)))
     try:
         for _ in range(20):
             futures = [client.request("work", timeout=30) for _ in range(250)]
