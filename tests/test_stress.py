@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from jsonrpc_threads import JsonRpcClient, JsonRpcError, RequestTimeout, StdioTransport, TransportClosed, _pending
+from jsonrpc_threads import JsonRpcClient, JsonRpcError, RequestTimeout, StdioTransport, TransportClosed
+from jsonrpc_threads.core.futures import RequestFuture
 
 from .conftest import peer_command
 from .helpers import MemoryPeer, Message, error, response, scripted
@@ -89,13 +90,15 @@ class Ledger:
 @pytest.fixture
 def ledger(monkeypatch: pytest.MonkeyPatch) -> Ledger:
     record = Ledger()
-    original = _pending._finish
+    # Every settling of a request's future by the library goes through these two.
+    for name in ("settle_result", "settle_exception"):
+        original = getattr(RequestFuture, name)
 
-    def counted(entry: Any, answer: Optional[Dict[str, Any]], problem: Optional[BaseException]) -> None:
-        record.settled(entry.future)
-        original(entry, answer, problem)
+        def counted(future: Any, outcome: Any, original: Any = original) -> None:
+            record.settled(future)
+            original(future, outcome)
 
-    monkeypatch.setattr(_pending, "_finish", counted)
+        monkeypatch.setattr(RequestFuture, name, counted)
     return record
 
 
