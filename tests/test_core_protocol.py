@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jsonrpc_threads.cancellation import lsp_cancellation, mcp_cancellation, resolve_style
 from jsonrpc_threads.core.events import (
     Answered,
     Event,
@@ -19,13 +20,7 @@ from jsonrpc_threads.core.events import (
     Rejected,
     TimedOut,
 )
-from jsonrpc_threads.core.protocol import (
-    COMPACT_MIN_ENTRIES,
-    Connection,
-    lsp_cancellation,
-    mcp_cancellation,
-    resolve_style,
-)
+from jsonrpc_threads.core.protocol import COMPACT_MIN_ENTRIES, Connection
 from jsonrpc_threads.errors import (
     InvalidRequest,
     RemoteError,

@@ -30,10 +30,12 @@ from .. import _fork, messages
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, Timeout, UseDefault, check_timeout
 from .._scheduler import Scheduler, default_scheduler
+from .._workers import CallWaiter
+from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from ..errors import JsonRpcError, RequestId, TransportClosed
 from ..transports.base import Transport, describe
-from .protocol import CancellationBuilder, Connection, fresh_error, lsp_cancellation, mcp_cancellation, resolve_style
-from .shell import CallWaiter, NotificationHandler, RequestHandler, Shell
+from .protocol import Connection
+from .shell import NotificationHandler, RequestHandler, Shell
 
 if TYPE_CHECKING:
     from .futures import RequestFuture
@@ -411,60 +413,19 @@ class JsonRpcClient(Closing):
                 "pipes and sessions: make a new client in this process (a ToolRegistry restarts its servers itself)"
             )
 
-    def _send_batch(self, items: List[_BatchItem]) -> None:
-        """Send the messages of a batch as one array (see :class:`Batch`)."""
-        self._check_process()
-        kept = [item for item in items if item.future is None or not item.future.cancelled()]
-        if not kept:
-            return
-        data = b"[" + b",".join(item.data for item in kept) + b"]"
-        shell = self._shell
-        requests = [item for item in kept if item.future is not None]
-        futures = [item.future for item in requests if item.future is not None]
-        if not requests:
-            closed = shell.core.closed_error()
-            if closed is not None:
-                raise closed
-            if shell.observer is not None:
-                shell.observer.sent(data)
-            self._transport.send(data, (), deadline=_deadline_after(self.default_timeout))
-            return
-        now = time.monotonic()
-        entries = [
-            (future.request_id, item.method, item.timeout, None if item.timeout is None else now + item.timeout, future)
-            for item, future in zip(requests, futures)
-        ]
-        try:
-            shell.register_batch(entries)
-        except TransportClosed as exc:  # closed: none of them was registered
-            for future in futures:
-                future.settle_exception(exc if future is futures[0] else fresh_error(exc))
-            raise
-        timeouts = [item.timeout for item in requests]
-        latest = None if None in timeouts else max(t for t in timeouts if t is not None)
-        shell.send(data, [entry[0] for entry in entries], _deadline_after(latest))
-
 
 _future_type: Optional[Type[RequestFuture]] = None
 
 
 def _future_class() -> Type[RequestFuture]:
-    """:class:`~.futures.RequestFuture`, imported with the first ``request()``.
-
-    :mod:`concurrent.futures` imports :mod:`logging` (and with it ``traceback``,
-    ``tokenize``, ``string``...): a program that only makes blocking calls (a
-    command-line tool starting up) never pays for them.
-    """
+    """:class:`~.futures.RequestFuture`, imported with the first ``request()``: a program that only makes
+    blocking calls never loads :mod:`concurrent.futures` (nor :mod:`logging`, ``traceback``, ``tokenize``...)."""
     global _future_type
     if _future_type is None:
         from .futures import RequestFuture  # noqa: PLC0415 - on first use: see the docstring
 
         _future_type = RequestFuture
     return _future_type
-
-
-def _deadline_after(timeout: Optional[float]) -> Optional[float]:
-    return None if timeout is None else time.monotonic() + timeout
 
 
 class _BatchItem:
@@ -538,7 +499,12 @@ class Batch:
                 if item.future is not None:
                     item.future.cancel()
             return
-        self._client._send_batch(self._items)
+        client = self._client
+        client._check_process()
+        kept = [item for item in self._items if item.future is None or not item.future.cancelled()]
+        if kept:  # cancelled inside the block: left out
+            requests = [(item.data, item.future, item.method, item.timeout) for item in kept]
+            client._shell.send_batch(requests, client.default_timeout)
 
 
 __all__ = [

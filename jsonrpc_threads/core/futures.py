@@ -12,7 +12,7 @@ the standard library's.  It adds what a request needs, through public methods:
   settles the future (its own ``cancel()``), or when it is added to a future
   that is done already; but when the library settles it (answer, timeout,
   transport loss, close), which happens inside
-  :class:`~.shell.library_settling`, the callback is not run there (a reader
+  :class:`~jsonrpc_threads._workers.library_settling`, the callback is not run there (a reader
   or the timer thread) but collected, and the block hands all it collected to
   the client's callback workers at its end, each future's callbacks together
   and in the order they were added;
@@ -38,9 +38,8 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, List, Optional
 
 from .._logs import get_logger
-from .._workers import current_worker, waiting_for_answer
+from .._workers import collected_callbacks, current_worker, waiting_for_answer
 from ..errors import RequestId
-from .shell import collected_callbacks
 
 logger = get_logger("jsonrpc_threads.core.futures")
 

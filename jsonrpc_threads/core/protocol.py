@@ -53,7 +53,7 @@ import copy
 import heapq
 import itertools
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .. import messages
 from ..errors import InvalidRequest, JsonRpcError, RequestId, TransportClosed, error_from_response
@@ -62,9 +62,6 @@ from .events import Answered, Event, Failed, Ignored, PeerNotification, PeerRequ
 #: The deadlines are rebuilt once they hold more than this many entries and
 #: more than twice as many as there are requests pending.
 COMPACT_MIN_ENTRIES = 1024
-
-#: ``(request_id, reason) -> (method, params)``, or ``None`` to send nothing.
-CancellationBuilder = Callable[[RequestId, str], Optional[Tuple[str, Dict[str, Any]]]]
 
 
 class _Pending:
@@ -468,49 +465,4 @@ def fresh_error(error: JsonRpcError) -> JsonRpcError:
     return duplicate
 
 
-# -- cancellation: what a client tells its peer when it gives up on a request -------------------
-
-
-def mcp_cancellation(request_id: RequestId, reason: str) -> Tuple[str, Dict[str, Any]]:
-    """The cancellation notification of MCP peers: ``notifications/cancelled``."""
-    return "notifications/cancelled", {"requestId": request_id, "reason": reason}
-
-
-def lsp_cancellation(request_id: RequestId, reason: str) -> Tuple[str, Dict[str, Any]]:
-    """The cancellation notification of LSP-style peers: ``$/cancelRequest``."""
-    return "$/cancelRequest", {"id": request_id}
-
-
-#: The cancellation styles known by name.
-STYLES: Dict[str, CancellationBuilder] = {"mcp": mcp_cancellation, "lsp": lsp_cancellation}
-
-
-def resolve_style(style: Union[str, CancellationBuilder, None]) -> Optional[CancellationBuilder]:
-    """The builder for ``style``: a name in :data:`STYLES`, a callable, or ``None``.
-
-    Raises:
-        ValueError: for an unknown name.
-        TypeError: for anything else that is not callable.
-    """
-    if style is None:
-        return None
-    if isinstance(style, str):
-        try:
-            return STYLES[style]
-        except KeyError:
-            raise ValueError(f"unknown cancellation style {style!r} (use 'mcp', 'lsp' or a callable)") from None
-    if not callable(style):
-        raise TypeError(f"cancellation must be 'mcp', 'lsp', a callable or None, not {type(style).__name__}")
-    return style
-
-
-__all__ = [
-    "COMPACT_MIN_ENTRIES",
-    "STYLES",
-    "CancellationBuilder",
-    "Connection",
-    "fresh_error",
-    "lsp_cancellation",
-    "mcp_cancellation",
-    "resolve_style",
-]
+__all__ = ["COMPACT_MIN_ENTRIES", "Connection", "fresh_error"]

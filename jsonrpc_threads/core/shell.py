@@ -19,10 +19,10 @@ through the transport, and logs.
   it), and the done-callbacks of futures the library settles on the callback
   pool.  The cancellation notification sent when a request is given up is
   built and sent on the handler pool too (its builder may be the caller's).
-- A blocking ``call()`` waits on a :class:`CallWaiter`: a lock held from birth,
-  released when it is settled.  The futures of ``request()`` are settled inside
-  :class:`library_settling`, which collects their done-callbacks for the
-  callback workers instead of running them here.
+- A blocking ``call()`` waits on a :class:`~jsonrpc_threads._workers.CallWaiter`;
+  the futures of ``request()`` are settled inside
+  :class:`~jsonrpc_threads._workers.library_settling`, which collects their
+  done-callbacks for the callback workers instead of running them here.
 
 The shell never calls up into the client: the client calls it, and the
 transport reaches it through the client's sink methods.
@@ -35,15 +35,15 @@ import time
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import messages
-from .._deadlines import wait_slice
 from .._dispatch import answer_request, run_notification
 from .._logs import get_logger
 from .._scheduler import Scheduler, TimerHandle
-from .._workers import DrainQueue, PoolClosed, SerialLane, WorkerPool, current_worker, waiting_for_answer
+from .._workers import CallWaiter, DrainQueue, PoolClosed, SerialLane, WorkerPool, current_worker, library_settling
+from ..cancellation import CancellationBuilder
 from ..errors import JsonRpcError, MethodNotFound, RequestId, RequestTimeout, TransportClosed
 from ..transports.base import Transport, capabilities
 from .events import Answered, Event, Failed, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
-from .protocol import CancellationBuilder, Connection
+from .protocol import Connection, fresh_error
 
 logger = get_logger("jsonrpc_threads.client")
 
@@ -57,106 +57,6 @@ CANCELLATION_SEND_TIMEOUT_S = 5.0
 #: Deadline of the send of an answer to the peer's request.
 ANSWER_SEND_TIMEOUT_S = 30.0
 _NO_TIMER = float("inf")
-
-
-class CallWaiter:
-    """The private future of one blocking ``call()``: settled once, waited on by its caller only."""
-
-    __slots__ = ("_error", "_lock", "_result", "_settled")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()  # released when settled
-        self._settled = False
-        self._result: Any = None
-        self._error: Optional[BaseException] = None
-
-    def settle_result(self, result: Any) -> None:
-        """The answer is in (a second settling is ignored)."""
-        if not self._settled:
-            self._result = result
-            self._settled = True
-            self._lock.release()
-
-    def settle_exception(self, error: BaseException) -> None:
-        """The request failed with ``error`` (a second settling is ignored)."""
-        if not self._settled:
-            self._error = error
-            self._settled = True
-            self._lock.release()
-
-    def settled(self) -> bool:
-        """True once the answer (or error) is in."""
-        return self._settled
-
-    def wait(self, deadline: Optional[float]) -> bool:
-        """Wait until settled or ``deadline`` (monotonic) passed; True if settled.  Interruptible."""
-        if self._settled:
-            return True
-        if current_worker() is None:
-            return self._wait(deadline)
-        with waiting_for_answer():  # a handler calling back: its pool may start another worker meanwhile
-            return self._wait(deadline)
-
-    def _wait(self, deadline: Optional[float]) -> bool:
-        lock = self._lock
-        while not lock.acquire(timeout=wait_slice(deadline)):
-            if deadline is not None and time.monotonic() >= deadline:
-                return self._settled
-        return True
-
-    def result(self) -> Any:
-        """The result once settled; raises the error it was settled with."""
-        error = self._error
-        if error is not None:
-            self._error = None  # no reference cycle through the traceback
-            raise error
-        return self._result
-
-
-class _Collecting(threading.local):
-    """Per thread: the done-callbacks a :class:`library_settling` block collects (None outside one)."""
-
-    deferred: Optional[List[Any]] = None  # a class attribute: None on every other thread
-
-
-_collecting = _Collecting()
-
-
-def collected_callbacks() -> Optional[List[Any]]:
-    """Inside a :class:`library_settling` block: the list that collects done-callbacks; else None."""
-    return _collecting.deferred
-
-
-class library_settling:
-    """``with library_settling(runner):`` around the library settling futures: their callbacks go to ``runner``.
-
-    A future's done-callbacks put themselves in :func:`collected_callbacks`
-    instead of running (:mod:`.futures`); ``runner`` gets them all (a list, one
-    item a future, in the order the futures settled) when the outermost block
-    ends, and runs them on workers, never on this thread.  Nests.
-    """
-
-    __slots__ = ("_outer", "_runner")
-
-    def __init__(self, runner: Callable[[List[Any]], None]) -> None:
-        self._runner = runner
-
-    def __enter__(self) -> None:
-        self._outer = _collecting.deferred
-        if self._outer is None:
-            _collecting.deferred = []
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._outer is not None:
-            return
-        deferred = _collecting.deferred
-        _collecting.deferred = None
-        if deferred:
-            try:
-                self._runner(deferred)
-            except Exception:  # a runner that cannot take them must not stop the settling thread
-                logger.exception("done-callbacks could not be handed over")
 
 
 class Shell:
@@ -227,6 +127,40 @@ class Shell:
                 )
                 if deadline is not None and deadline < self._timer_at:
                     self._arm_locked(deadline)
+
+    def send_batch(self, items: Sequence[Tuple[bytes, Any, str, Optional[float]]], default: Optional[float]) -> None:
+        """Register the requests of a batch, all or none, and send it as one array.
+
+        ``items``: ``(data, future or None for a notification, method, timeout)``;
+        ``default``: the deadline of a batch of notifications only.
+
+        Raises:
+            TransportClosed: when the client is closed (its requests' futures fail with it).
+        """
+        data = b"[" + b",".join(item[0] for item in items) + b"]"
+        now = time.monotonic()
+        entries = [
+            (future.request_id, method, timeout, None if timeout is None else now + timeout, future)
+            for _, future, method, timeout in items
+            if future is not None
+        ]
+        if not entries:
+            closed = self.core.closed_error()
+            if closed is not None:
+                raise closed
+            if self.observer is not None:
+                self.observer.sent(data)
+            self._transport.send(data, (), deadline=None if default is None else now + default)
+            return
+        try:
+            self.register_batch(entries)
+        except TransportClosed as exc:  # closed: none of them was registered
+            for index, entry in enumerate(entries):
+                entry[4].settle_exception(exc if index == 0 else fresh_error(exc))
+            raise
+        deadlines = [entry[3] for entry in entries]
+        latest = None if None in deadlines else max(d for d in deadlines if d is not None)
+        self.send(data, [entry[0] for entry in entries], latest)
 
     def send(
         self,
@@ -552,12 +486,4 @@ def _run_deferred(item: Any) -> None:
     item.run()
 
 
-__all__ = [
-    "ANSWER_SEND_TIMEOUT_S",
-    "CALLBACK_SHUTDOWN_GRACE_S",
-    "CANCELLATION_SEND_TIMEOUT_S",
-    "CallWaiter",
-    "Shell",
-    "collected_callbacks",
-    "library_settling",
-]
+__all__ = ["ANSWER_SEND_TIMEOUT_S", "CALLBACK_SHUTDOWN_GRACE_S", "CANCELLATION_SEND_TIMEOUT_S", "Shell"]
