@@ -159,7 +159,6 @@ class Connection:
         self,
         request_id: RequestId,
         method: str,
-        *,
         timeout: Optional[float] = None,
         deadline: Optional[float] = None,
         token: Any = None,
@@ -216,9 +215,16 @@ class Connection:
             return [Ignored("a message that is not JSON", data, warning=True)]
         return self.receive_value(value, data)
 
-    def receive_value(self, value: Any, data: Union[bytes, str] = b"") -> List[Event]:
-        """:meth:`receive` for a text decoded already; ``data`` is the text, for what is skipped."""
-        events: List[Event] = []
+    def receive_value(
+        self, value: Any, data: Union[bytes, str] = b"", events: Optional[List[Event]] = None
+    ) -> List[Event]:
+        """:meth:`receive` for a text decoded already; ``data`` is the text, for what is skipped.
+
+        ``events``: a list to append the events to (the events of several texts
+        in one list), returned; a new one by default.
+        """
+        if events is None:
+            events = []
         if type(value) is dict:
             if "method" in value:
                 self._message(value, events)

@@ -109,7 +109,7 @@ class Shell:
         """
         immediate = self.lane.in_lane()  # sent from a notification handler: its answer never waits behind it
         with self.lock:
-            self.core.register(request_id, method, timeout=timeout, deadline=deadline, token=token, immediate=immediate)
+            self.core.register(request_id, method, timeout, deadline, token, immediate)
             if deadline is not None and deadline < self._timer_at:
                 self._arm_locked(deadline)
 
@@ -269,7 +269,7 @@ class Shell:
             events: List[Event] = []
             with self.lock:
                 for value, data in values:
-                    events += self.core.receive_value(value, data)
+                    self.core.receive_value(value, data, events)
             self.dispatch(events)
 
     def failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:

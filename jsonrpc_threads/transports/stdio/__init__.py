@@ -289,7 +289,7 @@ class StdioTransport(Closing):
         writer = child.writer
         assert writer is not None
         gate = child.reader.gate
-        if gate.drive(lambda: writer.write(frame, (request_id,), deadline), done, deadline):
+        if gate.drive(lambda: writer.write(frame, (request_id,), deadline, may_queue=False), done, deadline):
             return True
         if not child.reader.can_poll:
             return False

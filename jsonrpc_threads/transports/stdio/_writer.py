@@ -135,6 +135,9 @@ class StdinWriter:
         self._error: Optional[str] = None  # why writing is over (broken pipe, closed)
         self._closed = False  # stdin was closed
         self._thread: Optional[threading.Thread] = None
+        #: Asked (outside the lock) before a frame is written directly: False queues it for the
+        #: writer thread instead (the fast path's pipelining pace; None: always write directly).
+        self.pace: Optional[Callable[[], bool]] = None
 
     @property
     def thread(self) -> Optional[threading.Thread]:
@@ -146,8 +149,13 @@ class StdinWriter:
         """Bytes queued and not written yet."""
         return self._queued_bytes
 
-    def write(self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float]) -> None:
+    def write(
+        self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float], *, may_queue: bool = True
+    ) -> None:
         """Put ``frame`` on the wire after everything written before it; never blocks on the pipe.
+
+        ``may_queue``: False when the caller reads the answer itself next: it
+        is never queued only to go out with later frames (see :attr:`pace`).
 
         Raises:
             TransportClosed: stdin is closed or broken, or the queue stayed
@@ -161,8 +169,10 @@ class StdinWriter:
                 failed = self._failed
             if error is not None:
                 raise (self._failed_error if failed else self._closed_error)(error)
+        pace = self.pace
+        write_now = pace is None or not may_queue or self._owner is not None or bool(self._queue) or pace()
         with self._lock:
-            if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL:
+            if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL and write_now:
                 self._owner = _CALLER
                 direct = True
             else:
