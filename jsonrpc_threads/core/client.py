@@ -145,7 +145,8 @@ class JsonRpcClient(Closing):
             TypeError: when params cannot be encoded as JSON, or for a bad timeout.
             ValueError: for a NaN in params or a negative or NaN timeout.
         """
-        self._check_process()
+        if _fork.generation != self._made_in:
+            self._check_process()
         resolved = self.resolve_timeout(timeout)
         shell = self._shell
         request_id, data = shell.core.request(method, params)
@@ -182,7 +183,8 @@ class JsonRpcClient(Closing):
             TransportClosed: the transport went away (or the client is closed).
             TypeError, ValueError: as :meth:`request`, before anything is sent.
         """
-        self._check_process()
+        if _fork.generation != self._made_in:
+            self._check_process()
         resolved = self.resolve_timeout(timeout)
         deadline = None if resolved is None else time.monotonic() + resolved
         shell = self._shell
@@ -222,7 +224,8 @@ class JsonRpcClient(Closing):
             RequestTimeout: (HTTP) the server did not accept it within ``timeout``.
             TypeError, ValueError: when params cannot be encoded, or for a bad timeout.
         """
-        self._check_process()
+        if _fork.generation != self._made_in:
+            self._check_process()
         resolved = self.resolve_timeout(timeout)
         deadline = None if resolved is None else time.monotonic() + resolved
         data = Connection.notification(method, params)

@@ -172,15 +172,19 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     def settle_result(self, result: Any) -> None:
         """The library settles it (whoever ended the request in the core): unless the caller cancelled it."""
+        if _LEAN and self._settle_lean(result, None):
+            return
         try:
-            self.set_result(result)
+            Future.set_result(self, result)
         except InvalidStateError:
             pass
 
     def settle_exception(self, error: BaseException) -> None:
         """As :meth:`settle_result`, with an error."""
+        if _LEAN and self._settle_lean(None, error):
+            return
         try:
-            self.set_exception(error)
+            Future.set_exception(self, error)
         except InvalidStateError:
             pass
 

@@ -246,6 +246,10 @@ class Shell:
         with self.lock:
             events = self.core.receive_value(value, data)
         self.dispatch(events)
+        if type(value) is dict:  # the usual message, without one more call
+            request_id: RequestId = value.get("id")  # type: ignore[assignment]
+            kind = type(request_id)
+            return (request_id,) if "method" not in value and (kind is int or kind is str) else ()
         return self.core.response_ids(value)
 
     def received_chunk(self, chunk: Deque[bytes]) -> None:
@@ -308,6 +312,11 @@ class Shell:
         """
         if not events:
             return
+        if len(events) == 1:
+            event = events[0]
+            if type(event) is Answered and type(event.token) is CallWaiter:  # a call()'s answer: nothing more
+                event.token.settle_result(event.result)
+                return
         timed_out: List[TimedOut] = []
         done = 0
         try:
