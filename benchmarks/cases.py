@@ -959,7 +959,7 @@ LSP_DRIVER = Path(__file__).resolve().with_name("lsp_driver.py")
 #: ``jedi-language-server``, so it never goes into the development venv.
 MULTILSPY_VENV = ROOT / "build" / "bench-multilspy"
 #: The document and the name the requests ask about: this repository's own code.
-LSP_FILE = ROOT / "jsonrpc_threads" / "core" / "client.py"
+LSP_FILE = ROOT / "jsonrpc_threads" / "core" / "shell.py"
 LSP_NEEDLE = "Connection("
 #: How long multilspy's process gets to say it is ready, or to answer a round.
 MULTILSPY_WAIT_S = 120.0

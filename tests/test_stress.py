@@ -90,13 +90,13 @@ class Ledger:
 @pytest.fixture
 def ledger(monkeypatch: pytest.MonkeyPatch) -> Ledger:
     record = Ledger()
-    # Every settling of a request's future by the library goes through these two.
-    for name in ("settle_result", "settle_exception"):
+    # Every settling of a request's future by the library goes through one of these.
+    for name in ("settle_result", "settle_exception", "settle_timeout"):
         original = getattr(RequestFuture, name)
 
-        def counted(future: Any, outcome: Any, original: Any = original) -> None:
+        def counted(future: Any, *outcome: Any, original: Any = original) -> None:
             record.settled(future)
-            original(future, outcome)
+            original(future, *outcome)
 
         monkeypatch.setattr(RequestFuture, name, counted)
     return record

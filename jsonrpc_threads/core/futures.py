@@ -22,7 +22,8 @@ the standard library's.  It adds what a request needs, through public methods:
 
 And one measured departure from ``Future`` as it is, for memory and for the
 cycle collector: the future is lean while nobody waits on it (see
-:class:`RequestFuture`).
+:class:`RequestFuture`), and the ``RequestTimeout`` of one nobody waits on is
+made when first asked for (:meth:`RequestFuture.settle_timeout`).
 
 Whoever removes a request from the protocol core settles its future, once
 (:meth:`RequestFuture.settle_result`); a future the caller cancelled meanwhile
@@ -39,7 +40,7 @@ from typing import Any, Callable, List, Optional
 
 from .._logs import get_logger
 from .._workers import collected_callbacks, current_worker, waiting_for_answer
-from ..errors import RequestId
+from ..errors import RequestId, RequestTimeout
 
 logger = get_logger("jsonrpc_threads.core.futures")
 
@@ -154,14 +155,22 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         if not (_LEAN and self._settle_lean(None, exception)):
             super().set_exception(exception)
 
-    def _settle_lean(self, result: Any, exception: Optional[BaseException]) -> bool:
-        """Settle here when no Condition exists (nobody waits); False to settle as Future does."""
+    def _settle_lean(self, result: Any, exception: Optional[BaseException], hint: Optional[str] = None) -> bool:
+        """Settle here when no Condition exists (nobody waits); False to settle as Future does.
+
+        ``hint`` (with ``result`` the method, and the timeout in ``_timeout``):
+        it timed out, and the RequestTimeout is made when first asked for.
+        """
         state = self.__dict__
         with _CONDITION_LOCK:
             if "_condition" in state or self._state != _PENDING:
                 return False  # a waiter made one (or a cancel() did): Future's own way
-            self._result = result
-            self._exception = exception
+            if hint is None:
+                self._result = result
+                self._exception = exception
+            else:  # plain values, no tuple: in a burst, nothing for the cycle collector to count
+                self._timed_out_method = result
+                self._timed_out_hint = hint
             self._state = _FINISHED
         for callback in state.get("_done_callbacks", ()):  # added before: nobody adds to it any more
             try:
@@ -181,12 +190,44 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     def settle_exception(self, error: BaseException) -> None:
         """As :meth:`settle_result`, with an error."""
-        if _LEAN and self._settle_lean(None, error):
-            return
+        if not (_LEAN and self._settle_lean(None, error)):
+            self._settle_error(error)
+
+    def _settle_error(self, error: BaseException) -> None:
         try:
             Future.set_exception(self, error)
         except InvalidStateError:
             pass
+
+    def settle_timeout(self, method: str, request_id: RequestId, timeout: Optional[float], hint: str) -> None:
+        """As :meth:`settle_exception` with a :class:`~jsonrpc_threads.errors.RequestTimeout`, made when asked for.
+
+        A future nobody waits on keeps the four facts, and its
+        ``exception()`` (or ``result()``) makes the error the first time: a
+        burst of 100,000 timeouts leaves no new object behind for the cycle
+        collector, whose pass over them would stall the burst.
+        """
+        if _LEAN:
+            self._timed_out_timeout = timeout  # read only once it settled so
+            if self._settle_lean(method, None, hint):
+                return
+        self._settle_error(RequestTimeout(method, request_id, timeout, hint))
+
+    def _error(self) -> Optional[BaseException]:
+        """The exception it settled with (made now if it timed out and nobody asked yet)."""
+        error: Optional[BaseException] = self._exception
+        if error is None and "_timed_out_hint" in self.__dict__:
+            with _CONDITION_LOCK:  # made once, whoever asks first
+                error = self._exception
+                if error is None:
+                    state = self.__dict__
+                    error = self._exception = RequestTimeout(
+                        state["_timed_out_method"],
+                        self.request_id,
+                        state["_timed_out_timeout"],
+                        state["_timed_out_hint"],
+                    )
+        return error
 
     def cancel(self) -> bool:
         """Cancel the request: withdraw it, and tell the peer (where the client is configured to).
@@ -229,7 +270,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         until its own deadline (``request(..., timeout=...)``) or ``cancel()``.
         """
         if _LEAN and self._state == _FINISHED:  # settled: read without making a Condition
-            error = self._exception
+            error = self._error()
             if error is None:
                 return self._result
             try:
@@ -244,11 +285,15 @@ class RequestFuture(Future):  # type: ignore[type-arg]
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
         """As :meth:`concurrent.futures.Future.exception` (the same note on ``timeout``)."""
         if _LEAN and self._state == _FINISHED:
-            return self._exception
+            return self._error()
         if current_worker() is None:
             return super().exception(timeout)
         with waiting_for_answer():
             return super().exception(timeout)
+
+    def __repr__(self) -> str:
+        self._error()  # the repr names the exception
+        return super().__repr__()
 
 
 def settle_result(target: RequestFuture, value: Any) -> None:

@@ -352,7 +352,10 @@ class Shell:
             for request_id, token, method, timeout in zip(
                 event.request_ids, event.tokens, event.methods, event.timeouts
             ):
-                token.settle_exception(RequestTimeout(method, request_id, timeout, hint))
+                if type(token) is CallWaiter:
+                    token.settle_exception(RequestTimeout(method, request_id, timeout, hint))
+                else:  # a future: its error is made when first asked for (no object a timeout in a burst)
+                    token.settle_timeout(method, request_id, timeout, hint)
         elif kind is PeerNotification:
             assert isinstance(event, PeerNotification)
             try:
