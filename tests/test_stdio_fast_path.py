@@ -8,6 +8,7 @@ from typing import Any, Iterator, List
 import pytest
 
 from jsonrpc_threads import JsonRpcClient, StdioTransport, TransportClosed
+from jsonrpc_threads.observe import trace_wire
 from jsonrpc_threads.transports.stdio._fast_path import CallerReads
 from jsonrpc_threads.transports.stdio._reader import ReadGate
 
@@ -97,3 +98,24 @@ def test_sixteen_callers_on_one_cpu_get_their_answers_with_a_yield_per_chunk_not
     _, answers, _, yields = lines[0].split()
     # Answers read together are delivered with one yield at the chunk's end, not one each.
     assert int(answers) == 640 and 0 < int(yields) < int(answers) / 2, lines
+
+
+def test_a_call_the_transport_declines_to_drive_is_traced_once() -> None:
+    transport = StdioTransport(peer_command("stdio_peer"))
+    transport._child.reader.gate = ReadGate()  # it declines every drive: the request goes out as send() does
+    seen: List[str] = []
+    done = threading.Event()
+
+    def trace(message: Any) -> None:
+        seen.append(message.direction)
+        if len(seen) == 2:
+            done.set()
+
+    client = JsonRpcClient(transport)
+    try:
+        trace_wire(client, trace)
+        assert client.call("echo", [1]) == [1]
+        assert done.wait(WAIT_S)
+    finally:
+        client.close()
+    assert seen == ["out", "in"]

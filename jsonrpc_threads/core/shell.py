@@ -172,6 +172,15 @@ class Shell:
         """Hand requests to the transport; a failure to send ends them (never raises)."""
         if self.observer is not None:
             self.observer.sent(data)
+        self._transmit(data, request_ids, deadline, headers)
+
+    def _transmit(
+        self,
+        data: bytes,
+        request_ids: Sequence[RequestId],
+        deadline: Optional[float],
+        headers: Optional[Mapping[str, str]],
+    ) -> None:
         try:
             if headers is None:
                 self._transport.send(data, request_ids, deadline=deadline)
@@ -191,10 +200,10 @@ class Shell:
         headers: Optional[Mapping[str, str]],
     ) -> None:
         """Send a blocking call's request, carried on the caller's thread where the transport can."""
+        if self.observer is not None:
+            self.observer.sent(data)  # before: the answer may come in while the transport drives
         drive = self.capabilities.drive_call
         if drive is not None:
-            if self.observer is not None:
-                self.observer.sent(data)
             try:
                 if headers is None:
                     driven = drive(data, request_id, waiter.settled, deadline)
@@ -205,9 +214,7 @@ class Shell:
                 return
             if driven:
                 return
-            if self.observer is not None:
-                self.observer.sent(data)  # declined: nothing went out, and it goes now
-        self.send(data, (request_id,), deadline, headers)
+        self._transmit(data, (request_id,), deadline, headers)  # declined: nothing went out yet
 
     def time_out(self, request_id: RequestId) -> None:
         """A blocking call's deadline passed (on its caller's thread): end it, unless it ended meanwhile."""
