@@ -738,7 +738,7 @@ def timer_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
             deadlines[index] = time.monotonic() + timeout
             futures.append(request("echo", ECHO_PARAMS))
         register_s = time.perf_counter() - start
-        pending_after = len(client._table)
+        pending_after = client.stats()["pending"]
         new_threads = sorted(t.name for t in threading.enumerate() if t.ident not in threads_before)
         remaining = deadlines[0] - time.monotonic()
         ran, all_ran = itertools.count(1), threading.Event()
@@ -959,8 +959,8 @@ LSP_DRIVER = Path(__file__).resolve().with_name("lsp_driver.py")
 #: ``jedi-language-server``, so it never goes into the development venv.
 MULTILSPY_VENV = ROOT / "build" / "bench-multilspy"
 #: The document and the name the requests ask about: this repository's own code.
-LSP_FILE = ROOT / "jsonrpc_threads" / "client.py"
-LSP_NEEDLE = "PendingTable("
+LSP_FILE = ROOT / "jsonrpc_threads" / "core" / "shell.py"
+LSP_NEEDLE = "Connection("
 #: How long multilspy's process gets to say it is ready, or to answer a round.
 MULTILSPY_WAIT_S = 120.0
 

@@ -1,24 +1,30 @@
-"""Daemon worker threads for user code: a small pool, and a serial lane.
+"""Daemon worker threads for user code: a pool, a queue drained by it, a serial lane, and waiting for them.
 
-The client runs user code here, and only here: handlers for the peer's
-requests, notification handlers, progress callbacks and the done-callbacks of
-futures the library settles.  Never on a transport's reader thread, the timer
-thread, or under a library lock.
+Theory of operation.  User code (handlers for the peer's requests,
+notification handlers, done-callbacks) runs on these threads: never on a
+transport's reader thread, the timer thread, or under a library lock.
 
-:class:`WorkerPool` starts threads on demand up to ``max_workers``.  A worker
-that waits for an answer of the library's own clients (a handler calling back
-into the client) does not count against that limit while it waits
-(:func:`waiting_for_answer`): the pool starts another thread for the next task,
-so a peer that needs one more handler before it answers the ones waiting never
-deadlocks them.  Threads beyond ``max_workers`` end once idle.
+- :class:`WorkerPool` starts threads on demand up to ``max_workers``.  A
+  worker that waits for an answer of the library's own clients (a handler
+  calling back into its client) does not count against that limit while it
+  waits (:func:`waiting_for_answer`): the pool starts another thread for the
+  next task, so a peer that needs one more handler before it answers the ones
+  waiting never deadlocks them.  Threads beyond ``max_workers`` end once idle.
+- :class:`DrainQueue` runs a burst of items (the done-callbacks of 100,000
+  timeouts) on a pool's workers without a task each: an item that blocks
+  holds up its own worker only.
+- :class:`SerialLane` runs tasks one at a time, in submission order, on one
+  thread of its own: a client's notifications go through it, in arrival order.
+- :class:`CallWaiter` is what a blocking ``call()`` waits on (a lock held
+  from birth, released when settled; on a worker, it waits as
+  :func:`waiting_for_answer`), and :class:`library_settling` the block in which
+  the library settles futures: their done-callbacks are collected there, for
+  the workers, instead of run on the settling (reader, timer) thread.
 
-:class:`SerialLane` runs tasks one at a time, in submission order, on one
-thread of its own (not a pool thread, so a busy pool never holds it up): the
-client's notifications go through it, which keeps them in arrival order.
-
-Threads are daemons, so a task stuck forever cannot keep the interpreter from
-exiting; ``shutdown()`` ends them with a bounded join.  Whatever a task raises
-(``SystemExit`` included) is logged, and the thread goes on.
+Whatever a task or an item raises (``SystemExit`` included) is logged and the
+thread goes on: no user code can end a thread, nor leave a pool short of
+workers.  Threads are daemons, so a task stuck forever cannot keep the
+interpreter from exiting; ``shutdown()`` ends them with a bounded join.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -30,10 +36,10 @@ import itertools
 import threading
 import time
 
-from ._deadlines import wait_slice
+from ._deadlines import MAX_WAIT_SLICE_S, wait_slice
 from ._logs import get_logger
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing is not imported at run time: a tool server's pool lives here
 if TYPE_CHECKING:
     from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
@@ -43,9 +49,7 @@ logger = get_logger(__name__)
 class _ThreadRole(threading.local):
     """Per thread: the pool (or lane) running it, if it is one of ours."""
 
-    # A class attribute: reading it on another thread finds None at once (a getattr
-    # with a default would raise and catch an AttributeError there, ~0.5 us a call).
-    owner: Optional[object] = None
+    owner: Optional[object] = None  # a class attribute: other threads read None at once
 
 
 _local = _ThreadRole()
@@ -61,31 +65,24 @@ def current_worker() -> Optional[object]:
 
 
 class _WaitingForAnswer:
-    """See :func:`waiting_for_answer` (a class: cheaper than a generator on hot paths)."""
+    """See :func:`waiting_for_answer`."""
 
     __slots__ = ("_pool",)
 
     def __enter__(self) -> None:
         owner = _local.owner
-        if isinstance(owner, WorkerPool):
-            owner._set_blocked(+1)
-            self._pool: Optional[WorkerPool] = owner
-        else:
-            self._pool = None
+        self._pool: Optional[WorkerPool] = owner if isinstance(owner, WorkerPool) else None
+        if self._pool is not None:
+            self._pool._set_blocked(+1)
 
     def __exit__(self, *exc_info: object) -> None:
-        pool = self._pool
+        pool, self._pool = self._pool, None
         if pool is not None:
-            self._pool = None
             pool._set_blocked(-1)
 
 
 def waiting_for_answer() -> _WaitingForAnswer:
-    """Mark the calling thread, if it is a pool worker, as waiting for a library answer.
-
-    Use as ``with waiting_for_answer(): ...``.  While inside, the thread does
-    not count against its pool's ``max_workers``.
-    """
+    """``with waiting_for_answer(): ...``: the calling thread, if a pool worker, does not count while inside."""
     return _WaitingForAnswer()
 
 
@@ -97,26 +94,24 @@ def _run_task(fn: Callable[..., Any], args: Tuple[Any, ...], name: str) -> None:
 
 
 class WorkerPool:
-    """Daemon threads running submitted callables; exceptions are logged."""
+    """Daemon threads running submitted callables; what they raise is logged.  See the module docstring."""
 
     def __init__(self, max_workers: int, name: str) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
         self._max_workers = max_workers
         self._name = name
-        # _lock guards _tasks, _threads, _busy, _blocked, _closed, _drain and _serial.
-        # _work (on _lock) is notified when a task is queued or the pool shuts down;
-        # _idle (on _lock) when nothing is queued or running any more.
+        # _lock guards everything below; _work (on it) wakes a worker for a task or
+        # the shutdown, _idle when nothing is queued or running any more.
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
         self._tasks: Deque[Tuple[Callable[..., Any], Tuple[Any, ...]]] = collections.deque()
         self._threads: List[threading.Thread] = []
         self._busy: Set[threading.Thread] = set()
-        self._blocked = 0
-        self._sleeping = 0  # workers waiting on _work for a task
+        self._blocked = 0  # workers inside waiting_for_answer()
+        self._sleeping = 0  # workers waiting on _work
         self._closed = False
-        self._drain = False
         self._serial = itertools.count(1)  # thread numbers, for names
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -130,9 +125,9 @@ class WorkerPool:
                 raise PoolClosed("worker pool is shut down")
             self._tasks.append((fn, args))
             if self._sleeping:
-                self._work.notify()  # a sleeping worker takes it
+                self._work.notify()
             if len(self._tasks) > self._sleeping:
-                self._spawn_if_needed()  # more tasks than sleepers: another thread, within the limit
+                self._spawn_if_needed()
 
     @property
     def max_workers(self) -> int:
@@ -174,11 +169,9 @@ class WorkerPool:
         Idempotent; safe to call from a worker (which is not joined).
         """
         with self._lock:
-            if self._closed:
-                threads: List[threading.Thread] = []
-            else:
+            threads: List[threading.Thread] = []
+            if not self._closed:
                 self._closed = True
-                self._drain = drain
                 if not drain:
                     self._tasks.clear()
                     if not self._busy:
@@ -188,15 +181,7 @@ class WorkerPool:
             busy = set(self._busy)
         if not wait_for_busy:
             threads = [thread for thread in threads if thread not in busy]
-        deadline = None if timeout is None else time.monotonic() + timeout
-        current = threading.current_thread()
-        for thread in threads:
-            if thread is current:
-                continue
-            while thread.is_alive():
-                thread.join(wait_slice(deadline))
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
+        _join_all(threads, timeout)
 
     def _set_blocked(self, delta: int) -> None:
         with self._lock:
@@ -205,10 +190,9 @@ class WorkerPool:
                 self._spawn_if_needed()
 
     def _spawn_if_needed(self) -> None:
-        # Called with _lock held, after a task was queued.
+        """With _lock held, after a task was queued: another thread, within the limit."""
         count = len(self._threads)
-        idle = count - len(self._busy)
-        if len(self._tasks) <= idle or count >= self._max_workers + self._blocked:
+        if len(self._tasks) <= count - len(self._busy) or count >= self._max_workers + self._blocked:
             return
         thread = threading.Thread(target=self._run, name=f"{self._name}-{next(self._serial)}", daemon=True)
         self._threads.append(thread)
@@ -217,19 +201,16 @@ class WorkerPool:
     def _run(self) -> None:
         _local.owner = self
         me = threading.current_thread()
-        lock = self._lock
-        tasks = self._tasks
-        busy = self._busy
+        lock, tasks, busy = self._lock, self._tasks, self._busy
         with lock:
             while True:
-                # With the lock held: wait for a task, take it, run it without the lock.
                 while not tasks:
                     if self._closed:
                         self._threads.remove(me)
                         return
                     self._sleeping += 1
                     try:
-                        self._work.wait(wait_slice(None))
+                        self._work.wait(MAX_WAIT_SLICE_S)
                     finally:
                         self._sleeping -= 1
                 fn, args = tasks.popleft()
@@ -244,24 +225,21 @@ class WorkerPool:
                 if not tasks:
                     if not busy:
                         self._idle.notify_all()
-                    # A thread started while others waited for answers ends once idle.
                     if not self._closed and len(self._threads) > self._max_workers + self._blocked:
-                        self._threads.remove(me)
+                        self._threads.remove(me)  # started while others waited for answers: ends once idle
                         return
 
 
 class DrainQueue:
-    """Items run in order by the workers of a pool, as many at once as the pool has room for.
+    """Items run in order by a pool's workers, as many at once as the pool has room for.
 
     :meth:`put` adds items to one shared queue and starts drainers (pool tasks
-    that run items until the queue is empty) for them, but never more than the
-    pool can run at once counting those already draining: an item that blocks
-    holds up its own worker only, and a burst of small puts does not flood the
-    pool with drainers that find nothing left to do.  ``run`` is called as
-    ``run(item)``; whatever it raises is its own business (it should log).
+    that run items until the queue is empty), never more than the pool can run
+    at once counting those already draining.  ``run(item)`` runs each; what it
+    raises (``SystemExit`` included) is logged and the drainer goes on.
 
-    Thread-safe: ``_lock`` guards ``_drainers`` and the queue's emptiness seen by a
-    drainer that is about to stop.
+    Thread-safe: ``_lock`` guards ``_drainers`` (the queue itself is a deque,
+    whose ``popleft`` hands each item to one drainer).
     """
 
     def __init__(self, pool: WorkerPool, run: Callable[[Any], None]) -> None:
@@ -275,60 +253,59 @@ class DrainQueue:
         """Queue ``items`` (in order) and start the drainers they need.
 
         Raises:
-            PoolClosed: when the pool is shut down (the items stay queued for
-                the caller's own drainer: see :meth:`drain`).
+            PoolClosed: when the pool is shut down (the items stay queued for :meth:`drain`).
         """
-        pool = self._pool
         with self._lock:
             self._queue.extend(items)
-            start = min(len(items), pool.capacity - self._drainers)
+            start = min(len(items), self._pool.capacity - self._drainers)
             if start <= 0:
                 return
             self._drainers += start
         for started in range(start):
             try:
-                pool.submit(self.drain)
+                self._pool.submit(self.drain)
             except PoolClosed:
                 with self._lock:
-                    self._drainers -= start - started - 1  # one is left to the caller
+                    self._drainers -= start - started
                 raise
 
-    def drain(self) -> None:
-        """Run queued items until there are none (a drainer started by :meth:`put`)."""
-        queue = self._queue
-        run = self._run
+    def drain(self, *, counted: bool = True) -> None:
+        """Run queued items until there are none (``counted``: a drainer started by :meth:`put`)."""
+        queue, run = self._queue, self._run
         while True:
             try:
-                item = queue.popleft()  # atomic: each item runs once
+                item = queue.popleft()
             except IndexError:
                 with self._lock:
                     if queue:
                         continue  # put() added some and counted on this drainer
-                    self._drainers -= 1
+                    if counted:
+                        self._drainers -= 1
                     return
-            run(item)
+            try:
+                run(item)
+            except BaseException:  # a callback's SystemExit must not end the drainer
+                logger.exception("a queued item failed: %r", item)
             del item
 
 
 class SerialLane:
     """One daemon thread running tasks one at a time, in submission order.
 
-    The thread starts with the first task and waits for more until
-    :meth:`shutdown`.  Each task gets a ticket (:meth:`submit`); :meth:`busy`
-    tells the pending map whether notifications that arrived before a response
-    are still queued or running, and :meth:`finished` whether a given one ran.
+    The thread starts with the first task.  Each task gets a ticket
+    (:meth:`submit`); :meth:`finished` tells whether a given one ran, and
+    :meth:`busy` whether any submitted task is still queued or running.
     """
 
     def __init__(self, name: str) -> None:
         self._name = name
-        # _lock guards _tasks, _thread, _closed, _submitted and _finished; _cond is
-        # notified when a task is queued or the lane is shut down.
+        # _lock guards _tasks, _thread, _closed, _submitted and _finished; _cond wakes the thread.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._tasks: Deque[Tuple[Callable[..., Any], Tuple[Any, ...]]] = collections.deque()
         self._thread: Optional[threading.Thread] = None
         self._closed = False
-        self._submitted = 0  # tasks ever submitted
+        self._submitted = 0
         self._finished = 0  # tasks run to their end (or dropped at shutdown)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> int:
@@ -342,13 +319,12 @@ class SerialLane:
                 raise PoolClosed("lane is shut down")
             self._tasks.append((fn, args))
             self._submitted += 1
-            ticket = self._submitted
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
             else:
                 self._cond.notify()
-        return ticket
+            return self._submitted
 
     @property
     def submitted(self) -> int:
@@ -360,7 +336,7 @@ class SerialLane:
         return self._finished >= ticket
 
     def busy(self) -> bool:
-        """True while a task submitted so far is queued or running (a look without the lock)."""
+        """True while a task submitted so far is queued or running."""
         return self._finished < self._submitted
 
     def in_lane(self) -> bool:
@@ -371,17 +347,11 @@ class SerialLane:
         """Drop queued tasks and end the thread (bounded join; never the current thread).  Idempotent."""
         with self._lock:
             self._closed = True
-            dropped = len(self._tasks)
+            self._finished += len(self._tasks)
             self._tasks.clear()
-            self._finished += dropped
             thread = self._thread
             self._cond.notify()
-        if thread is not None and thread is not threading.current_thread():
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while thread.is_alive():
-                thread.join(wait_slice(deadline))
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
+        _join_all([thread] if thread is not None else [], timeout)
 
     def _run(self) -> None:
         _local.owner = self
@@ -390,7 +360,7 @@ class SerialLane:
                 while not self._tasks:
                     if self._closed:
                         return
-                    self._cond.wait(wait_slice(None))
+                    self._cond.wait(MAX_WAIT_SLICE_S)
                 fn, args = self._tasks.popleft()
             try:
                 _run_task(fn, args, self._name)
@@ -400,4 +370,128 @@ class SerialLane:
             del fn, args
 
 
-__all__ = ["DrainQueue", "PoolClosed", "SerialLane", "WorkerPool", "current_worker", "waiting_for_answer"]
+# -- a caller waiting for its answer, and futures settled by the library ---------------------------
+
+
+class CallWaiter:
+    """The private future of one blocking ``call()``: settled once, waited on by its caller only."""
+
+    __slots__ = ("_error", "_lock", "_result", "_settled")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()  # released when settled
+        self._settled = False
+        self._result: Any = None
+        self._error: Optional[BaseException] = None
+
+    def settle_result(self, result: Any) -> None:
+        """The answer is in (a second settling is ignored)."""
+        if not self._settled:
+            self._result = result
+            self._settled = True
+            self._lock.release()
+
+    def settle_exception(self, error: BaseException) -> None:
+        """The request failed with ``error`` (a second settling is ignored)."""
+        if not self._settled:
+            self._error = error
+            self._settled = True
+            self._lock.release()
+
+    def settled(self) -> bool:
+        """True once the answer (or error) is in."""
+        return self._settled
+
+    def wait(self, deadline: Optional[float]) -> bool:
+        """Wait until settled or ``deadline`` (monotonic) passed; True if settled.  Interruptible."""
+        if self._settled:
+            return True
+        if _local.owner is None:
+            return self._wait(deadline)
+        with waiting_for_answer():  # a handler calling back: its pool may start another worker meanwhile
+            return self._wait(deadline)
+
+    def _wait(self, deadline: Optional[float]) -> bool:
+        lock = self._lock
+        while not lock.acquire(timeout=wait_slice(deadline)):
+            if deadline is not None and time.monotonic() >= deadline:
+                return self._settled
+        return True
+
+    def result(self) -> Any:
+        """The result once settled; raises the error it was settled with."""
+        error = self._error
+        if error is not None:
+            self._error = None  # no reference cycle through the traceback
+            raise error
+        return self._result
+
+
+class _Collecting(threading.local):
+    """Per thread: the done-callbacks a :class:`library_settling` block collects (None outside one)."""
+
+    deferred: Optional[List[Any]] = None  # a class attribute: None on every other thread
+
+
+_collecting = _Collecting()
+
+
+def collected_callbacks() -> Optional[List[Any]]:
+    """Inside a :class:`library_settling` block: the list that collects done-callbacks; else None."""
+    return _collecting.deferred
+
+
+class library_settling:
+    """``with library_settling(runner):`` around the library settling futures: their callbacks go to ``runner``.
+
+    A future's done-callbacks put themselves in :func:`collected_callbacks`
+    instead of running (:mod:`jsonrpc_threads.core.futures`); ``runner`` gets them all (a list, one
+    item a future, in the order the futures settled) when the outermost block
+    ends, and runs them on workers, never on this thread.  Nests.
+    """
+
+    __slots__ = ("_outer", "_runner")
+
+    def __init__(self, runner: Callable[[List[Any]], None]) -> None:
+        self._runner = runner
+
+    def __enter__(self) -> None:
+        self._outer = _collecting.deferred
+        if self._outer is None:
+            _collecting.deferred = []
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._outer is not None:
+            return
+        deferred = _collecting.deferred
+        _collecting.deferred = None
+        if deferred:
+            try:
+                self._runner(deferred)
+            except Exception:  # a runner that cannot take them must not stop the settling thread
+                logger.exception("done-callbacks could not be handed over")
+
+
+def _join_all(threads: List[threading.Thread], timeout: Optional[float]) -> None:
+    """Join each thread but the current one, all within ``timeout`` together."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    current = threading.current_thread()
+    for thread in threads:
+        while thread is not current and thread.is_alive():
+            thread.join(wait_slice(deadline))
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+
+
+__all__ = [
+    "CallWaiter",
+    "DrainQueue",
+    "PoolClosed",
+    "SerialLane",
+    "WorkerPool",
+    "collected_callbacks",
+    "current_worker",
+    "library_settling",
+    "waiting_for_answer",
+]

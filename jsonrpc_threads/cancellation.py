@@ -7,7 +7,7 @@ Two peers' conventions are built in, by name:
 - ``"mcp"``: ``notifications/cancelled`` with ``requestId`` and ``reason``;
 - ``"lsp"``: ``$/cancelRequest`` with ``id``.
 
-Pure: builds parameters, sends nothing.
+Pure: builds parameters, sends nothing (the client sends it, from a worker).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Watching clients: counters, a trace of every message on the wire, and OpenTelemetry spans.
 
-Theory of operation.  A :class:`~jsonrpc_threads.client.JsonRpcClient` keeps a
-:class:`Counts` from birth (its timeouts, cancels and errors; the calls are
-its id counter) and, only when someone asks, an :class:`Observer`.  Without
-an observer a client pays one ``is None`` test at each hook point; with one,
-the hook hands the event over and returns:
+Theory of operation.  A :class:`~jsonrpc_threads.client.JsonRpcClient` counts
+its requests from birth (its ``stats()``: the protocol core counts timeouts,
+cancels and errors as it decides them) and, only when someone asks, keeps an
+:class:`Observer` (made here, attached through the client's
+``attach_observer``).  Without an observer a client pays one ``is None`` test
+at each hook point; with one, the hook hands the event over and returns:
 
 - the wire trace (:func:`trace_wire`): every message the client sends or
   receives, as the bytes went on the wire, is stamped with the time and queued
@@ -21,10 +22,6 @@ the hook hands the event over and returns:
   They run where the end was seen (a reader thread) and must only record and
   schedule: never block, never call user code.
 
-Counters cost an atomic ``next()`` on an :func:`itertools.count` where they
-change (a timeout, a cancel, an error), nothing on the path of a successful
-call; :meth:`Counts.snapshot` reads them without a lock.
-
 OpenTelemetry (:class:`ToolTracing`) is for the MCP layer: a span per tool
 call, started and ended on the caller's thread, whose W3C ``traceparent``
 goes to the server in the request's ``_meta``.  ``opentelemetry-api`` (the
@@ -35,8 +32,6 @@ Thread-safety: every function and method here may be called from any thread.
 
 from __future__ import annotations
 
-import itertools
-import os
 import sys
 import threading
 import time
@@ -44,7 +39,7 @@ import time
 from ._logs import get_logger
 from ._workers import PoolClosed, SerialLane
 
-TYPE_CHECKING = False  # typing is not loaded at run time: client.py imports this module
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -55,70 +50,10 @@ if TYPE_CHECKING:
 
 logger = get_logger(__name__)
 
-#: The keys of :meth:`Counts.snapshot` (and of ``JsonRpcClient.stats()``), in order.
+#: The keys of ``JsonRpcClient.stats()``, in order.
 STAT_KEYS = ("calls", "errors", "timeouts", "cancels", "pending")
 #: The name of the tracer that :class:`ToolTracing` asks OpenTelemetry for.
 TRACER_NAME = "jsonrpc_threads"
-
-# Guards the creation of observers (one per client) and of ToolTracing's modules.
-_install_lock = threading.Lock()
-
-
-def _reset_after_fork() -> None:
-    global _install_lock
-    _install_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def count_of(counter: itertools.count[int]) -> int:
-    """The next value of an :func:`itertools.count` (stepping 1), read without taking it."""
-    text = repr(counter)  # "count(N)": the one way to read a count without advancing it
-    return int(text[6:-1])
-
-
-class Counts:
-    """The counters of one client: requests that timed out, were cancelled, or failed.
-
-    Each counter is an :func:`itertools.count` whose ``next()`` is atomic, so
-    no lock is taken where a counter changes.  Thread-safe.
-    """
-
-    __slots__ = ("_cancels", "_errors", "_timeouts", "cancel", "error", "timeout")
-
-    def __init__(self) -> None:
-        self._errors = itertools.count()
-        self._timeouts = itertools.count()
-        self._cancels = itertools.count()
-        #: Count one request failed (an error response, a failure in transit, the transport's loss).
-        self.error: Callable[[], int] = self._errors.__next__
-        #: Count one request whose deadline passed.
-        self.timeout: Callable[[], int] = self._timeouts.__next__
-        #: Count one request the caller cancelled (``Future.cancel()``, an interrupted ``call()``).
-        self.cancel: Callable[[], int] = self._cancels.__next__
-
-    def errors(self, n: int) -> None:
-        """Count ``n`` failed requests."""
-        for _ in range(n):
-            self.error()
-
-    def snapshot(self, ids: itertools.count[int], pending: int) -> Dict[str, int]:
-        """The counters as ``{"calls", "errors", "timeouts", "cancels", "pending"}``.
-
-        Args:
-            ids: the client's id counter (it starts at 1: its next value less
-                one is the number of requests sent).
-            pending: how many requests wait for their answer now.
-        """
-        return {
-            "calls": count_of(ids) - 1,
-            "errors": count_of(self._errors),
-            "timeouts": count_of(self._timeouts),
-            "cancels": count_of(self._cancels),
-            "pending": pending,
-        }
 
 
 def add_stats(total: Dict[str, int], more: Mapping[str, int]) -> None:
@@ -248,14 +183,7 @@ def _deliver(
 
 def observer_of(client: Any) -> Observer:
     """The observer of ``client`` (a ``JsonRpcClient``), made and attached on first use."""
-    observer: Optional[Observer] = client._observer
-    if observer is not None:
-        return observer
-    with _install_lock:
-        observer = client._observer
-        if observer is None:
-            observer = Observer(str(getattr(client, "_label", "client")))
-            client._observer = observer
+    observer: Observer = client.attach_observer(Observer)
     return observer
 
 
@@ -368,13 +296,11 @@ def opentelemetry_available() -> bool:
 __all__ = [
     "STAT_KEYS",
     "TRACER_NAME",
-    "Counts",
     "Observer",
     "ToolTracing",
     "WireMessage",
     "add_close_listener",
     "add_stats",
-    "count_of",
     "observer_of",
     "opentelemetry_available",
     "trace_wire",

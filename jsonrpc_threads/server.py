@@ -223,6 +223,26 @@ _current: contextvars.ContextVar[Optional[_HandlerContext]] = contextvars.Contex
 )
 
 
+class handling:
+    """``with handling(connection, request_id):`` what :func:`notify`, :func:`current_request_id` and
+    :func:`current_connection` see inside the block, on this thread.
+
+    :func:`serve` runs every handler in one; :mod:`jsonrpc_threads.wsgi` runs
+    the same handlers in one too, so that they work there unchanged.
+    """
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, connection: ServerConnection, request_id: Optional[RequestId]) -> None:
+        self._context = _HandlerContext(connection, request_id)
+
+    def __enter__(self) -> None:
+        self._token = _current.set(self._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._token)
+
+
 def _context(what: str) -> _HandlerContext:
     context = _current.get()
     if context is None:
@@ -389,8 +409,7 @@ class _Dispatcher:
         deliver(self._run_request(request))
 
     def _run_request(self, request: Request) -> bytes:
-        token = _current.set(_HandlerContext(self._connection, request.id))
-        try:
+        with handling(self._connection, request.id):
             return answer_request(
                 request.id,
                 request.method,
@@ -398,23 +417,18 @@ class _Dispatcher:
                 "server",
                 logger,
             )
-        finally:
-            _current.reset(token)
 
     def _run_notification(self, notification: Notification) -> None:
         if self._connection.closed:
             logger.debug("output is gone; notification %r dropped unhandled", notification.method)
             return
-        token = _current.set(_HandlerContext(self._connection, None))
-        try:
+        with handling(self._connection, None):
             run_notification(
                 notification.method,
                 functools.partial(self._handler, notification.method, notification.params),
                 "server",
                 logger,
             )
-        finally:
-            _current.reset(token)
 
 
 def _read_lines(stream: IO[bytes], limit: int) -> Iterator[Optional[bytes]]:

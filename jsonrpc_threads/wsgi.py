@@ -272,7 +272,8 @@ class JsonRpcApp:
             return None
         request_id = getattr(message, "id", None)
         token = _current.set(_HandlerContext(request_id, environ))
-        served = _server._current.set(_server._HandlerContext(_NO_STREAM, request_id))
+        served = _server.handling(_NO_STREAM, request_id)
+        served.__enter__()
         try:
             if isinstance(message, Notification):
                 invoke = functools.partial(self.handler, message.method, message.params)
@@ -282,7 +283,7 @@ class JsonRpcApp:
             invoke = functools.partial(self.handler, message.method, message.params)
             return False, answer_request(message.id, message.method, invoke, "wsgi", logger)
         finally:
-            _server._current.reset(served)
+            served.__exit__()
             _current.reset(token)
 
     def _host_allowed(self, environ: WSGIEnvironment) -> bool:

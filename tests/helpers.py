@@ -1,9 +1,10 @@
-"""A transport and a peer that live in this process, for tests of the client itself.
+"""A scripted peer that lives in this process, for tests of the client itself.
 
-:class:`MemoryTransport` is a real :class:`~jsonrpc_threads.transports.base.Transport`
-(not a mock of anything): it hands what the client sends to a :class:`MemoryPeer`
-and delivers what the peer sends on a thread of its own, in order, as a
-stdio reader thread would.  The peer answers the same methods as
+:func:`scripted` gives the client's end of a public
+:class:`~jsonrpc_threads.testing.MemoryTransport` pair whose other end is a
+:class:`MemoryPeer`: what the client sends reaches the peer on that end's reader
+thread, and what the peer sends is delivered to the client on the client end's,
+in order, as a stdio reader thread would.  The peer answers the same methods as
 ``tests/peers/stdio_peer.py`` that the contract suite uses (``echo``, ``add``,
 ``sleep``, ``never``, ``notify``, ``notifications_log``, ``reverse_call``), and a
 test may give it a ``script`` that decides, per request, what to send and when.
@@ -23,6 +24,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from jsonrpc_threads import TransportClosed
+from jsonrpc_threads.testing import MemoryTransport
 
 #: The longest the peer's thread waits before it looks at its heap again.
 _IDLE_WAIT_S = 1.0
@@ -63,9 +65,35 @@ class MemoryPeer:
 
     # -- wiring ----------------------------------------------------------------------
 
-    def attach(self, deliver: Callable[[bytes], None]) -> None:
+    def connect(self) -> MemoryTransport:
+        """Make a pair, take one end (this peer is its sink) and return the other, for the client."""
+        end, mine = MemoryTransport.pair("memory")
+
+        def deliver(data: bytes) -> None:
+            try:
+                mine.send(data)
+            except TransportClosed:  # the client closed: what it would have got is dropped
+                pass
+
         self._deliver = deliver
         self.thread.start()
+        mine.start(self)  # type: ignore[arg-type]
+        return end
+
+    # -- the sink of the peer's end --------------------------------------------------
+
+    def message_received(self, data: bytes) -> Sequence[Any]:
+        self.receive(data)
+        return ()
+
+    def transport_closed(self, error: TransportClosed) -> None:
+        self.stop()
+
+    def requests_failed(self, request_ids: Sequence[Any], error: Exception) -> None:
+        """The peer's requests (reverse calls) are answered by the client or left waiting."""
+
+    def has_pending(self) -> bool:
+        return bool(self._waiting)
 
     def stop(self, timeout: float = 5.0) -> None:
         with self._cond:
@@ -154,11 +182,21 @@ class MemoryPeer:
         if method == "notifications_log":
             wanted = int((params or {}).get("wait_for", 0))
             timeout = float((params or {}).get("timeout", 5.0))
+            waiter = (request, wanted, timeout)
             with self._cond:
                 if len(self.notifications) >= wanted:
                     return [(0.0, response(rid, list(self.notifications)))]
-                self._log_waiters.append((request, wanted, timeout))
-            return [(timeout, response(rid, "timed out"))]  # the late copy is dropped by the client
+                self._log_waiters.append(waiter)
+
+            def at_timeout() -> Optional[Message]:
+                """The log as it is, unless enough notifications came meanwhile (then it was sent)."""
+                with self._cond:
+                    if waiter not in self._log_waiters:
+                        return None
+                    self._log_waiters.remove(waiter)
+                    return response(rid, list(self.notifications))
+
+            return [(timeout, at_timeout)]  # type: ignore[list-item]
         if method == "reverse_call":
             params = params or {}
             peer_id = f"peer-{next(self._reverse_ids)}"
@@ -184,44 +222,15 @@ class MemoryPeer:
                         break
                     wait = self._heap[0][0] - now if self._heap else _IDLE_WAIT_S
                     self._cond.wait(min(wait, _IDLE_WAIT_S))
+            if callable(message):  # made when it is due
+                message = message()
             if message is not None:
                 self._deliver(json.dumps(message, ensure_ascii=False).encode("utf-8"))
 
 
-class MemoryTransport:
-    """A transport to a :class:`MemoryPeer` in this process.  Thread-safe."""
-
-    label = "memory"
-
-    def __init__(self, peer: Optional[MemoryPeer] = None) -> None:
-        self.peer = peer or MemoryPeer()
-        self._sink: Any = None
-        self._lock = threading.Lock()  # guards _closed and _notified
-        self._closed = False
-        self._notified = False
-
-    def start(self, sink: Any) -> None:
-        self._sink = sink
-        self.peer.attach(self._received)
-
-    def _received(self, data: bytes) -> None:
-        sink = self._sink
-        if sink is not None and not self._closed:
-            sink.message_received(data)
-
-    def send(self, data: bytes, request_ids: Sequence[Any] = (), *, deadline: Optional[float] = None) -> None:
-        if self._closed:
-            raise TransportClosed("memory transport closed")
-        self.peer.receive(data)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            notify = not self._notified
-            self._notified = True
-        self.peer.stop()
-        if notify and self._sink is not None:
-            self._sink.transport_closed(TransportClosed("memory transport closed"))
+def scripted(peer: Optional[MemoryPeer] = None) -> MemoryTransport:
+    """The client's end of a :class:`~jsonrpc_threads.testing.MemoryTransport` pair whose other end is ``peer``."""
+    return (peer or MemoryPeer()).connect()
 
 
-__all__ = ["MemoryPeer", "MemoryTransport", "error", "response"]
+__all__ = ["MemoryPeer", "error", "response", "scripted"]

@@ -1,8 +1,8 @@
 """A read that brings several messages: handed to the client at once, settled together, in order, none lost.
 
 The stdio reader gives a chunk of messages to ``JsonRpcClient.messages_received``,
-which settles the responses among them with one round trip of the pending map's
-lock (``PendingTable.deliver_many``).  These tests hold it to what delivering one
+which hands them all to the protocol core under one round trip of its lock and
+settles what the core decided.  These tests hold it to what delivering one
 message at a time promised: arrival order against notifications, every answer to
 its own request, nothing stranded by an interrupt.
 """
@@ -13,15 +13,15 @@ import collections
 import json
 import logging
 import threading
-import time
 from typing import Any, Deque, Dict, Iterator, List, Optional
 
 import pytest
 
 from jsonrpc_threads import JsonRpcClient, StdioTransport
-from jsonrpc_threads._pending import Pending, PendingTable
-from jsonrpc_threads._settling import CallWaiter
-from jsonrpc_threads._workers import SerialLane
+from jsonrpc_threads._workers import CallWaiter
+from jsonrpc_threads.core.events import Answered, Ignored, PeerNotification
+from jsonrpc_threads.core.protocol import Connection
+from jsonrpc_threads.testing import MemoryTransport
 
 from .conftest import peer_command
 
@@ -132,12 +132,12 @@ def test_an_interrupted_chunk_settles_what_it_took_and_leaves_the_rest(client: J
     chunk: Deque[bytes] = collections.deque(
         line({"jsonrpc": "2.0", "id": future.request_id, "result": index}) for index, future in enumerate(futures)
     )
-    client._observer = _InterruptOnThird()  # type: ignore[assignment]
+    client._shell.observer = _InterruptOnThird()  # type: ignore[assignment]
     try:
         with pytest.raises(KeyboardInterrupt):
             client.messages_received(chunk)
     finally:
-        client._observer = None
+        client._shell.observer = None
     # The two taken before the interrupt are settled; the third was taken and not looked
     # at (as a single message_received interrupted there); the rest are still in the chunk.
     assert [future.result(0) for future in futures[:2]] == [0, 1]
@@ -154,133 +154,102 @@ class _Interrupting:
         self.results: List[Any] = []
         self.tries = 0
 
-    def set_result(self, result: Any) -> None:
+    def settle_result(self, result: Any) -> None:
         self.tries += 1
         if self.tries == 1:
             raise KeyboardInterrupt
         self.results.append(result)
 
-    def set_exception(self, exception: Optional[BaseException]) -> None:
+    def settle_exception(self, exception: Optional[BaseException]) -> None:
         raise AssertionError(f"not expected: {exception!r}")
 
 
-def test_deliver_many_interrupted_part_way_settles_every_response_it_removed() -> None:
-    lane = SerialLane("test-chunk-lane")
-    table = PendingTable("test", lane)
-    release = threading.Event()
-    lane.submit(release.wait, WAIT_S)  # a notification handler still running
+@pytest.fixture
+def idle() -> Iterator[JsonRpcClient]:
+    """A client over an in-memory pair whose other end never answers (the tests settle by hand)."""
+    end, peer = MemoryTransport.pair()
+    peer.start(_Silent())  # type: ignore[arg-type]
+    client = JsonRpcClient(end)
     try:
-        waiters = [CallWaiter() for _ in range(3)]
-        interrupted = _Interrupting()
-        # Sent from the lane (immediate) the first three, answered at once; the last waits for the handler.
-        futures: List[Any] = [waiters[0], interrupted, waiters[1], waiters[2]]
-        for request_id, future in enumerate(futures):
-            table.add(request_id, Pending(future, "m", None, immediate=request_id < 3))
-        answers = [{"jsonrpc": "2.0", "id": request_id, "result": request_id} for request_id in range(4)]
-        with pytest.raises(KeyboardInterrupt):
-            table.deliver_many(answers)
-        assert interrupted.results == [1]  # settled again after the interrupt, once
-        assert [waiter.wait(0) and waiter.result() for waiter in waiters[:2]] == [0, 2]
-        assert not waiters[2].wait(0)  # behind the handler still
-        release.set()
-        assert waiters[2].wait(time.monotonic() + WAIT_S) and waiters[2].result() == 3  # its marker was queued
-        assert len(table) == 0
+        yield client
     finally:
-        release.set()
-        lane.shutdown(WAIT_S)
+        client.close()
+        peer.close()
+
+
+class _Silent:
+    def message_received(self, data: bytes) -> Any:
+        return ()
+
+    def transport_closed(self, error: Any) -> None:
+        pass
+
+
+def test_settling_interrupted_part_way_settles_every_request_the_core_ended(idle: JsonRpcClient) -> None:
+    waiters = [CallWaiter() for _ in range(3)]
+    interrupted = _Interrupting()
+    targets: List[Any] = [waiters[0], interrupted, waiters[1], waiters[2]]
+    events: List[Any] = [Answered(request_id, target, request_id) for request_id, target in enumerate(targets)]
+    with pytest.raises(KeyboardInterrupt):
+        idle._shell.dispatch(events)
+    assert interrupted.results == [1]  # settled again after the interrupt, once
+    assert [waiter.wait(0) and waiter.result() for waiter in waiters] == [0, 2, 3]
+
+
+def test_an_answer_held_behind_a_handler_is_settled_once_the_handler_is_done() -> None:
+    core = Connection()
+    core.handle_notifications("note")
+    core.register(1, "m", token="held")
+    assert [type(e) for e in core.receive(line({"jsonrpc": "2.0", "method": "note"}))] == [PeerNotification]
+    assert core.receive(line({"jsonrpc": "2.0", "id": 1, "result": 3})) == []  # behind the handler still
+    assert core.notification_done(1) == [Answered(1, "held", 3)]
+    assert len(core) == 0
 
 
 class _Failing:
     """A future whose settling always fails (a bug): the answers after it must still arrive."""
 
-    def set_result(self, result: Any) -> None:
+    def settle_result(self, result: Any) -> None:
         raise RuntimeError("settling failed")
 
-    def set_exception(self, exception: Optional[BaseException]) -> None:
+    def settle_exception(self, exception: Optional[BaseException]) -> None:
         raise RuntimeError("settling failed")
 
 
-def test_deliver_many_settles_the_rest_when_settling_one_fails(caplog: pytest.LogCaptureFixture) -> None:
-    lane = SerialLane("test-chunk-lane")
-    table = PendingTable("test", lane)
-    try:
-        waiters = [CallWaiter() for _ in range(2)]
-        futures: List[Any] = [waiters[0], _Failing(), waiters[1]]
-        for request_id, future in enumerate(futures):
-            table.add(request_id, Pending(future, "m", None, immediate=False))
-        answers = [{"jsonrpc": "2.0", "id": request_id, "result": request_id} for request_id in range(3)]
-        with caplog.at_level(logging.ERROR, logger="jsonrpc_threads"), pytest.raises(RuntimeError):
-            table.deliver_many(answers)
-        assert [waiter.wait(0) and waiter.result() for waiter in waiters] == [0, 2]
-        assert "settling a response failed" in caplog.text
-        assert len(table) == 0
-    finally:
-        lane.shutdown(WAIT_S)
+def test_settling_the_rest_goes_on_when_settling_one_fails(
+    idle: JsonRpcClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    waiters = [CallWaiter() for _ in range(2)]
+    targets: List[Any] = [waiters[0], _Failing(), waiters[1]]
+    events: List[Any] = [Answered(request_id, target, request_id) for request_id, target in enumerate(targets)]
+    with caplog.at_level(logging.ERROR, logger="jsonrpc_threads"), pytest.raises(RuntimeError):
+        idle._shell.dispatch(events)
+    assert [waiter.wait(0) and waiter.result() for waiter in waiters] == [0, 2]
+    assert "settling a response failed" in caplog.text
 
 
-class _LaneCatchingUp:
-    """A notification lane whose handler ends while answers are looked at: busy at the first look, idle after.
-
-    Stands in for the client's lane in the two tests below, which need that moment
-    to fall between two answers; its tasks (the answers' markers) run when the test says.
-    """
-
-    def __init__(self) -> None:
-        self.looks = 0
-        self.tasks: List[Any] = []
-
-    def busy(self) -> bool:
-        self.looks += 1
-        return self.looks == 1
-
-    def submit(self, fn: Any, *args: Any) -> None:
-        self.tasks.append((fn, args))
-
-    def run_tasks(self) -> None:
-        for fn, args in self.tasks:
-            fn(*args)
-
-
-class _Recording:
-    """A future that records what it was settled with, in the order settled."""
-
-    def __init__(self, request_id: int, log: List[Any]) -> None:
-        self.request_id = request_id
-        self.log = log
-
-    def set_result(self, result: Any) -> None:
-        self.log.append((self.request_id, result))
-
-    def set_exception(self, exception: Optional[BaseException]) -> None:
-        self.log.append((self.request_id, exception))
-
-
-def test_deliver_many_keeps_answers_in_arrival_order_when_the_lane_catches_up_part_way() -> None:
-    lane = _LaneCatchingUp()
-    table = PendingTable("test", lane)  # type: ignore[arg-type]
-    settled: List[Any] = []
+def test_answers_keep_their_arrival_order_when_the_handler_is_done_between_them() -> None:
+    core = Connection()
+    core.handle_notifications("note")
     for request_id in (1, 2):
-        table.add(request_id, Pending(_Recording(request_id, settled), "m", None, immediate=False))
-    table.deliver_many(
-        [
-            {"jsonrpc": "2.0", "id": 1, "result": "first"},  # the lane is busy: it waits
-            {"jsonrpc": "2.0", "id": 1, "result": "a second answer"},  # dropped, though the lane caught up
-            {"jsonrpc": "2.0", "id": 2, "result": "after it"},  # waits behind the first answer
-        ]
-    )
-    assert settled == []
-    assert lane.looks == 1  # one look at the lane for the chunk
-    lane.run_tasks()
-    assert settled == [(1, "first"), (2, "after it")]
-    assert len(table) == 0
-
-
-def test_a_second_answer_is_dropped_even_when_the_lane_caught_up_since_the_first() -> None:
-    lane = _LaneCatchingUp()
-    table = PendingTable("test", lane)  # type: ignore[arg-type]
+        core.register(request_id, "m", token=request_id)
+    (note,) = core.receive(line({"jsonrpc": "2.0", "method": "note"}))
     settled: List[Any] = []
-    table.add(1, Pending(_Recording(1, settled), "m", None, immediate=False))
-    table.deliver({"jsonrpc": "2.0", "id": 1, "result": "first"})  # the lane is busy: it waits
-    table.deliver({"jsonrpc": "2.0", "id": 1, "result": "a second answer"})  # from another thread (HTTP)
-    lane.run_tasks()
-    assert settled == [(1, "first")]
+    settled += core.receive(line({"jsonrpc": "2.0", "id": 1, "result": "first"}))  # the handler runs: it waits
+    settled += core.notification_done(note.ticket)  # type: ignore[attr-defined]
+    settled += core.receive(line({"jsonrpc": "2.0", "id": 1, "result": "a second answer"}))  # dropped
+    settled += core.receive(line({"jsonrpc": "2.0", "id": 2, "result": "after it"}))
+    answers = [(e.request_id, e.result) for e in settled if isinstance(e, Answered)]
+    assert answers == [(1, "first"), (2, "after it")]
+    assert len(core) == 0
+
+
+def test_a_second_answer_is_dropped_even_when_the_handler_was_done_since_the_first() -> None:
+    core = Connection()
+    core.handle_notifications("note")
+    core.register(1, "m", token=1)
+    (note,) = core.receive(line({"jsonrpc": "2.0", "method": "note"}))
+    assert core.receive(line({"jsonrpc": "2.0", "id": 1, "result": "first"})) == []  # waits for the handler
+    second = core.receive(line({"jsonrpc": "2.0", "id": 1, "result": "a second answer"}))  # another thread (HTTP)
+    assert [type(e) for e in second] == [Ignored]
+    assert core.notification_done(note.ticket) == [Answered(1, 1, "first")]  # type: ignore[attr-defined]

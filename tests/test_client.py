@@ -1,4 +1,10 @@
-"""JsonRpcClient over a real stdio child process (tests/peers/stdio_peer.py)."""
+"""JsonRpcClient: its own logic against the in-memory peer; what a pipe adds against a real child.
+
+The client's logic (ids, timeouts, handlers, cancellation, batches) runs against
+the scripted peer of ``tests/helpers.py`` over ``jsonrpc_threads.testing.MemoryTransport``;
+what only a process can show (its exit, garbage on stdout, ids it gets wrong,
+one CPU shared with the child) against ``tests/peers/stdio_peer.py``.
+"""
 
 from __future__ import annotations
 
@@ -24,21 +30,30 @@ from jsonrpc_threads import (
     StdioTransport,
     TransportClosed,
 )
-from jsonrpc_threads._wakeups import MAX_IDLE_WAKE_PIPES
 
 from .conftest import peer_command
+from .helpers import scripted
 
 WAIT_S = 10.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def make_client(*flags: str, **options: Any) -> JsonRpcClient:
-    return JsonRpcClient(StdioTransport(peer_command("stdio_peer", *flags)), **options)
+def make_client(**options: Any) -> JsonRpcClient:
+    return JsonRpcClient(scripted(), **options)
 
 
 @pytest.fixture
 def client() -> Iterator[JsonRpcClient]:
     c = make_client()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def stdio_client() -> Iterator[JsonRpcClient]:
+    c = JsonRpcClient(StdioTransport(peer_command("stdio_peer")))
     try:
         yield c
     finally:
@@ -116,7 +131,8 @@ def test_errors_from_the_peer_are_raised_with_their_class(client: JsonRpcClient)
     assert info.value.code == -32601
 
 
-def test_crash_mid_request_fails_pending_with_exit_code_and_stderr(client: JsonRpcClient) -> None:
+def test_crash_mid_request_fails_pending_with_exit_code_and_stderr(stdio_client: JsonRpcClient) -> None:
+    client = stdio_client
     slow = client.request("never", timeout=None)
     with pytest.raises(TransportClosed) as info:
         client.call("exit", {"code": 7, "stderr": "fatal: out of coffee"})
@@ -159,7 +175,8 @@ def test_close_from_many_threads_at_once() -> None:
     assert isinstance(pending.exception(WAIT_S), TransportClosed)
 
 
-def test_garbage_and_invalid_lines_are_skipped(client: JsonRpcClient, caplog: pytest.LogCaptureFixture) -> None:
+def test_garbage_and_invalid_lines_are_skipped(stdio_client: JsonRpcClient, caplog: pytest.LogCaptureFixture) -> None:
+    client = stdio_client
     assert client.call("garbage") == "ok"
     assert client.call("add", [1, 2]) == 3
     assert any("not JSON" in r.getMessage() for r in caplog.records)
@@ -172,13 +189,15 @@ def test_oversized_line_is_skipped_and_the_stream_goes_on() -> None:
         assert c.call("echo", ["after"]) == ["after"]
 
 
-def test_wrong_and_duplicate_ids_are_dropped(client: JsonRpcClient) -> None:
+def test_wrong_and_duplicate_ids_are_dropped(stdio_client: JsonRpcClient) -> None:
+    client = stdio_client
     assert client.call("wrong_id") == "ok"
     assert client.call("duplicate") == "first"
     assert client.call("echo", [1]) == [1]
 
 
-def test_unicode_round_trip_including_line_separators(client: JsonRpcClient) -> None:
+def test_unicode_round_trip_including_line_separators(stdio_client: JsonRpcClient) -> None:
+    client = stdio_client
     text = "a\u2028b\u2029c\n\U0001f600 é \x00"
     assert client.call("echo", [text]) == [text]
     result = client.call("unicode")
@@ -348,7 +367,7 @@ import os, subprocess, sys, threading, time
 sys.path.insert(0, sys.argv[1])
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # this thread, and all it starts, on one CPU
 from jsonrpc_threads import JsonRpcClient, StdioTransport
-from jsonrpc_threads.transports.stdio._reader import READER_PARK_S
+from jsonrpc_threads.transports.stdio import READER_PARK_S
 
 ROUNDS, CALLS, OTHER_CALLS = (int(arg) for arg in os.environ["SHAPE"].split())
 peer = sys.argv[2:]
@@ -407,7 +426,6 @@ import os, sys, threading
 sys.path.insert(0, sys.argv[1])
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 from jsonrpc_threads import JsonRpcClient, StdioTransport
-from jsonrpc_threads._wakeups import PROCESS_WAKE_PIPES
 
 THREADS, CALLS = 16, 200
 fds = len(os.listdir("/proc/self/fd"))
@@ -426,16 +444,15 @@ with JsonRpcClient(StdioTransport(sys.argv[2:])) as client:
         thread.start()
     for thread in threads:
         thread.join(60)
-    pipes = PROCESS_WAKE_PIPES.counts()[0]  # the callers are done: only idle ones are open
-print(len(answered), pipes, len(os.listdir("/proc/self/fd")) - fds)
+print(len(answered), len(os.listdir("/proc/self/fd")) - fds)
 """
 
 
 @pytest.mark.skipif(not (hasattr(os, "sched_setaffinity") and sys.platform.startswith("linux")), reason="needs Linux")
 def test_callers_sharing_one_cpu_each_get_their_answer_and_leave_no_descriptor() -> None:
-    # On one CPU the callers wait on their wake pipes while the reader delivers and holds the
+    # On one CPU the callers wait for their answers while the reader delivers and holds the
     # writing: every interleaving there still gives each call its own answer, and close()
-    # closes every pipe.
+    # leaves no descriptor open.
     result = subprocess.run(
         [sys.executable, "-c", _CALLERS_ON_ONE_CPU_SCRIPT, str(REPO_ROOT), *peer_command("stdio_peer")],
         capture_output=True,
@@ -444,7 +461,6 @@ def test_callers_sharing_one_cpu_each_get_their_answer_and_leave_no_descriptor()
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    finished, pipes, fds_left = result.stdout.split()
+    finished, fds_left = result.stdout.split()
     assert finished == "16"
-    assert 0 < int(pipes) <= MAX_IDLE_WAKE_PIPES  # they did wait on wake pipes
     assert fds_left == "0"

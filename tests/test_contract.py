@@ -18,9 +18,10 @@ from jsonrpc_threads import (
     StdioTransport,
     TransportClosed,
 )
+from jsonrpc_threads.testing import MemoryTransport
 
 from .conftest import peer_command
-from .helpers import MemoryTransport
+from .helpers import scripted
 from .peers.http_peer import HttpPeer
 from .peers.sse_peer import SsePeer
 
@@ -41,7 +42,7 @@ def connect(kind: str) -> Iterator[Any]:
 
     def make(**options: Any) -> JsonRpcClient:
         if kind == "memory":
-            transport: Any = MemoryTransport()
+            transport: Any = scripted()
         elif kind == "stdio":
             transport = StdioTransport(peer_command("stdio_peer"))
         elif kind == "legacy-sse":
@@ -179,5 +180,6 @@ def test_close_fails_everything_pending_at_once(client: JsonRpcClient) -> None:
     ids=["response", "error", "batch", "notification", "bad-id", "not-json", "empty-batch"],
 )
 def test_the_client_tells_its_transport_which_responses_a_message_carried(message: bytes, ids: Any) -> None:
-    with JsonRpcClient(MemoryTransport()) as client:
+    ours, theirs = MemoryTransport.pair()
+    with theirs, JsonRpcClient(ours) as client:
         assert tuple(client.message_received(message)) == ids

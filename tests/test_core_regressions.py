@@ -1,7 +1,11 @@
-"""The ways the core once broke its promise (issue 11), each against a real child process.
+"""The ways the core once broke its promise (issue 11).
 
 Every test here failed before the redesign: a hung caller, a dead timer thread,
-a future never settled or settled twice, user code on a shared thread.
+a future never settled or settled twice, user code on a shared thread.  They
+test the client's own logic, so they run against the in-memory peer
+(``tests/helpers.py``, over ``jsonrpc_threads.testing.MemoryTransport``); those
+about a pipe (a peer that stops reading, an interrupt mid-write) against a real
+child process.
 """
 
 from __future__ import annotations
@@ -29,17 +33,24 @@ from jsonrpc_threads import (
 from jsonrpc_threads._scheduler import Scheduler, default_scheduler
 
 from .conftest import peer_command
+from .helpers import scripted
 
 WAIT_S = 20.0
 
 
 def make_client(**kwargs: Any) -> JsonRpcClient:
-    return JsonRpcClient(StdioTransport(peer_command("stdio_peer")), **kwargs)
+    return JsonRpcClient(scripted(), **kwargs)
 
 
 @pytest.fixture
 def client() -> Iterator[JsonRpcClient]:
     with make_client() as c:
+        yield c
+
+
+@pytest.fixture
+def stdio_client() -> Iterator[JsonRpcClient]:
+    with JsonRpcClient(StdioTransport(peer_command("stdio_peer"))) as c:
         yield c
 
 
@@ -400,7 +411,8 @@ def test_a_done_callback_may_call_the_client_without_deadlocking_the_reader(clie
 # -- 6, 10. a peer that does not read; interrupts mid-write -------------------------------------
 
 
-def test_a_peer_that_never_reads_stdin_cannot_hold_a_caller_past_its_deadline(client: JsonRpcClient) -> None:
+def test_a_peer_that_never_reads_stdin_cannot_hold_a_caller_past_its_deadline(stdio_client: JsonRpcClient) -> None:
+    client = stdio_client
     client.request("stall", timeout=None)  # the peer stops reading stdin for good
     big = "s" * 1_000_000
     started = time.monotonic()

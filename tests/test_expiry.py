@@ -1,4 +1,4 @@
-"""Request deadlines in lanes (jsonrpc_threads._expiry): one timer per timeout value, over a real child."""
+"""Request deadlines: kept by the protocol core, one timer per client (against the in-memory peer)."""
 
 from __future__ import annotations
 
@@ -8,30 +8,30 @@ from typing import Any, List, Tuple
 
 import pytest
 
-from jsonrpc_threads import JsonRpcClient, RequestTimeout, StdioTransport, TransportClosed
-from jsonrpc_threads._expiry import COMPACT_MIN_ENTRIES
+from jsonrpc_threads import JsonRpcClient, RequestTimeout, TransportClosed
 from jsonrpc_threads._scheduler import Scheduler
+from jsonrpc_threads.core.protocol import COMPACT_MIN_ENTRIES
 
-from .conftest import peer_command
+from .helpers import scripted
 
 WAIT_S = 10.0
 
 
 def make_client(scheduler: Scheduler) -> JsonRpcClient:
-    return JsonRpcClient(StdioTransport(peer_command("stdio_peer")), scheduler=scheduler)
+    return JsonRpcClient(scripted(), scheduler=scheduler)
 
 
-def test_requests_with_one_timeout_share_one_timer(scheduler: Scheduler) -> None:
+def test_requests_share_one_timer_whatever_their_timeouts(scheduler: Scheduler) -> None:
     with make_client(scheduler) as client:
         futures = [client.request("never", timeout=60.0) for _ in range(500)]
         assert scheduler.pending() == 1
-        futures += [client.request("never", timeout=30.0) for _ in range(500)]
-        assert scheduler.pending() == 2  # one per timeout value
+        futures += [client.request("never", timeout=30.0 + index / 1000) for index in range(500)]
+        assert scheduler.pending() == 1  # one for the client, at its earliest deadline
         client.call("echo", [1], timeout=WAIT_S)  # call() keeps its own deadline: no timer
-        assert scheduler.pending() == 2
+        assert scheduler.pending() == 1
     for future in futures:
         assert isinstance(future.exception(0), TransportClosed)
-    assert scheduler.pending() == 0  # close() withdrew the lanes' timers
+    assert scheduler.pending() == 0  # close() withdrew the timer
 
 
 def test_interleaved_timeouts_each_expire_at_their_own_deadline_never_before(scheduler: Scheduler) -> None:
@@ -46,24 +46,24 @@ def test_interleaved_timeouts_each_expire_at_their_own_deadline_never_before(sch
             ended[id(future)] = time.monotonic()
             assert isinstance(error, RequestTimeout) and error.timeout == timeout
             assert ended[id(future)] - started >= timeout  # never early
-        # The 0.1 s lane did not wait behind the 2 s one made between its requests.
+        # The 0.1 s requests did not wait behind the 2 s ones made between them.
         first_started, _, first = made[0]
         assert ended[id(first)] - first_started < 1.5
 
 
-def test_answered_requests_do_not_pile_up_in_their_lane(scheduler: Scheduler) -> None:
+def test_answered_requests_do_not_pile_up_in_the_deadline_heap(scheduler: Scheduler) -> None:
     with make_client(scheduler) as client:
         for _ in range(4):
             futures = [client.request("echo", [index], timeout=3600.0) for index in range(COMPACT_MIN_ENTRIES)]
             assert [future.result(WAIT_S) for future in futures] == [[index] for index in range(COMPACT_MIN_ENTRIES)]
-        # 4096 answered, none pending: compaction kept the lane near what is pending.
-        assert len(client._deadlines) <= 2 * COMPACT_MIN_ENTRIES + 1
+        # 4096 answered, none pending: compaction kept the heap near what is pending.
+        assert client._shell.core.deadline_entries <= 2 * COMPACT_MIN_ENTRIES + 1
         pending = client.request("never", timeout=3600.0)
         assert not pending.done()
         assert scheduler.pending() == 1
 
 
-def test_a_lane_that_emptied_is_made_again_for_the_next_request(scheduler: Scheduler) -> None:
+def test_a_timer_that_ran_out_is_set_again_for_the_next_request(scheduler: Scheduler) -> None:
     with make_client(scheduler) as client:
         with pytest.raises(RequestTimeout):
             client.request("never", timeout=0.05).result(WAIT_S)
@@ -94,4 +94,4 @@ def test_the_timer_is_not_set_again_for_requests_already_answered(scheduler: Sch
         assert isinstance(never.exception(WAIT_S), RequestTimeout)
         # The answered requests made after the one that timed out leave no timer behind.
         assert scheduler.pending() == 0
-        assert len(client._deadlines) == 0
+        assert client._shell.core.deadline_entries == 0

@@ -23,6 +23,7 @@ from jsonrpc_threads.observe import WireMessage, trace_wire
 from jsonrpc_threads.wsgi import JsonRpcApp
 
 from .conftest import peer_command
+from .helpers import scripted
 from .wsgi_support import WsgirefServer
 
 WAIT_S = 20.0
@@ -30,6 +31,13 @@ WAIT_S = 20.0
 
 @pytest.fixture
 def client() -> Iterator[JsonRpcClient]:
+    """The counters and the trace are the client's own: the in-memory peer is enough."""
+    with JsonRpcClient(scripted(), default_timeout=WAIT_S) as rpc:
+        yield rpc
+
+
+@pytest.fixture
+def stdio_client() -> Iterator[JsonRpcClient]:
     with JsonRpcClient(StdioTransport(peer_command("stdio_peer")), default_timeout=WAIT_S) as rpc:
         yield rpc
 
@@ -47,7 +55,8 @@ def test_stats_count_calls_errors_timeouts_cancels_and_pending(client: JsonRpcCl
     assert client.stats() == {"calls": 4, "errors": 1, "timeouts": 1, "cancels": 1, "pending": 0}
 
 
-def test_stats_count_the_requests_lost_with_the_transport(client: JsonRpcClient) -> None:
+def test_stats_count_the_requests_lost_with_the_transport(stdio_client: JsonRpcClient) -> None:
+    client = stdio_client
     pending = [client.request("sleep", {"seconds": 5}, timeout=WAIT_S) for _ in range(3)]
     with pytest.raises(Exception):  # noqa: B017 - the peer exits: TransportClosed
         client.call("exit", {"code": 1})

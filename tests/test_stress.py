@@ -19,10 +19,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from jsonrpc_threads import JsonRpcClient, JsonRpcError, RequestTimeout, StdioTransport, TransportClosed, _pending
+from jsonrpc_threads import JsonRpcClient, JsonRpcError, RequestTimeout, StdioTransport, TransportClosed
+from jsonrpc_threads.core.futures import RequestFuture
 
 from .conftest import peer_command
-from .helpers import MemoryPeer, MemoryTransport, Message, error, response
+from .helpers import MemoryPeer, Message, error, response, scripted
 
 SEED = int(os.environ.get("JSONRPC_STRESS_SEED", random.SystemRandom().randrange(1 << 32)))
 REQUESTS = int(os.environ.get("JSONRPC_STRESS_REQUESTS", "100000"))
@@ -89,13 +90,15 @@ class Ledger:
 @pytest.fixture
 def ledger(monkeypatch: pytest.MonkeyPatch) -> Ledger:
     record = Ledger()
-    original = _pending._finish
+    # Every settling of a request's future by the library goes through one of these.
+    for name in ("settle_result", "settle_exception", "settle_timeout"):
+        original = getattr(RequestFuture, name)
 
-    def counted(entry: Any, answer: Optional[Dict[str, Any]], problem: Optional[BaseException]) -> None:
-        record.settled(entry.future)
-        original(entry, answer, problem)
+        def counted(future: Any, *outcome: Any, original: Any = original) -> None:
+            record.settled(future)
+            original(future, *outcome)
 
-    monkeypatch.setattr(_pending, "_finish", counted)
+        monkeypatch.setattr(RequestFuture, name, counted)
     return record
 
 
@@ -164,7 +167,7 @@ def test_every_future_settles_once_whatever_races(ledger: Ledger, close_midway: 
     total = REQUESTS if not close_midway else REQUESTS // 4
     peer = MemoryPeer(script=chaos(seed))
     ledger.midway_at = total // 3 if close_midway else 0
-    client = JsonRpcClient(MemoryTransport(peer), cancellation="mcp", handler_workers=2)
+    client = JsonRpcClient(scripted(peer), cancellation="mcp", handler_workers=2)
     client.on_notification("progress", lambda params: None)
     per_worker = total // THREADS
     workers = [
@@ -223,7 +226,7 @@ def test_waiters_of_every_kind_see_every_settle() -> None:
         delay = random.Random(f"{seed}:{request['id']}").choice((0.0, 0.0, 0.0005, 0.002))
         return [(delay, response(request["id"], request["id"]))]
 
-    client = JsonRpcClient(MemoryTransport(MemoryPeer(script=quick)))
+    client = JsonRpcClient(scripted(MemoryPeer(script=quick)))
     try:
         for _ in range(20):
             futures = [client.request("work", timeout=30) for _ in range(250)]

@@ -10,6 +10,11 @@ the :class:`MessageSink` the client gave it in :meth:`Transport.start`:
   order it arrived; several that one read brought may go together to
   :meth:`TakesChunks.messages_received`, where the sink has it (the client
   does: it settles their responses with one lock round trip);
+- :meth:`MessageSink.message_received` returns the ids of the responses the
+  message carried (as the peer wrote them; empty for a request, a notification
+  or anything that is not JSON-RPC).  So a transport that tracks which of its
+  requests are still owed an answer (an HTTP exchange, an SSE stream) is told
+  which were answered, and never decodes a message itself to find out;
 - a failure that concerns only some requests (an HTTP status, a reset
   connection) goes to :meth:`MessageSink.requests_failed` with their ids, so the
   client settles exactly those futures;
@@ -73,7 +78,14 @@ class MessageSink(Protocol):
     """
 
     def message_received(self, data: bytes) -> Sequence[RequestId]:
-        """One complete JSON text (a message or a batch) arrived; returns the ids of the responses in it."""
+        """One complete JSON text (a message or a batch) arrived.
+
+        Returns:
+            The ids of the responses it carried, in order, as the peer wrote
+            them (only ids of a valid type: an ``int`` or a ``str``), whether or
+            not a request was waiting for them; empty for anything else (a
+            request, a notification, a text that is not JSON).  Never raises.
+        """
 
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:
         """The requests with these ids failed in transit; settle them with ``error``."""

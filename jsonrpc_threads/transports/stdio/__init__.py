@@ -46,7 +46,8 @@ from ._child import (
     Child,
     finalize,
 )
-from ._reader import EXIT_AFTER_EOF_WAIT_S, READER_PARK_S
+from ._fast_path import READER_PARK_S
+from ._reader import EXIT_AFTER_EOF_WAIT_S
 from ._reclaim import KILL_GRACE_S, STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, reap_quietly, stdin_grace_within
 from ._spawn import DEFAULT_ENV_ALLOWLIST, Command, child_env, default_label, parse_command, spawn
 from ._stderr import DEFAULT_STDERR_TAIL_BYTES, STDERR_DRAIN_WAIT_S
@@ -256,7 +257,7 @@ class StdioTransport(Closing):
         assert child.writer is not None
         child.writer.write(frame, request_ids, deadline)
         if request_ids:
-            child.reader.ensure_reading()
+            child.reader.gate.ensure_reading()
 
     def drive_call(
         self,
@@ -268,9 +269,9 @@ class StdioTransport(Closing):
     ) -> bool:
         """Send one request and read stdout on the calling thread until ``done()`` or ``deadline``.
 
-        The fast path of a blocking call (:class:`~.base.DrivesCalls`): the
-        thread that waits for an answer reads it itself, which saves the
-        hand-off from the reader thread.  Only one thread reads at a time: when
+        The fast path of a blocking call (:class:`~.base.DrivesCalls`, and
+        :mod:`._fast_path`): the thread that waits for an answer reads it
+        itself, which saves the hand-off from the reader thread.  Only one thread reads at a time: when
         another one is reading, the request is sent as :meth:`send` sends it
         and this returns at once, for the caller to wait for its answer as
         usual.  Everything read here is delivered to the sink as the reader
@@ -287,13 +288,13 @@ class StdioTransport(Closing):
             raise child.closed_error("Transport closed")
         writer = child.writer
         assert writer is not None
-        reader = child.reader
-        if reader.drive(lambda: writer.write(frame, (request_id,), deadline, may_batch=False), done, deadline):
+        gate = child.reader.gate
+        if gate.drive(lambda: writer.write(frame, (request_id,), deadline, may_queue=False), done, deadline):
             return True
-        if not reader.can_drive:
+        if not child.reader.can_poll:
             return False
         writer.write(frame, (request_id,), deadline)  # another thread reads: as send() does, framed once
-        reader.ensure_reading()
+        gate.ensure_reading()
         return True
 
     def timeout_hint(self) -> str:

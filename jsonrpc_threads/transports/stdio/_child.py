@@ -26,6 +26,7 @@ from ...errors import JsonRpcError, RequestId, TransportClosed
 from ...framing import ContentLengthDecoder, LineDecoder
 from ..base import MessageSink
 from ._exit_watch import ExitWatch
+from ._fast_path import CallerReads, PipelinedWrites
 from ._reader import EXIT_AFTER_EOF_WAIT_S, HELD_STDOUT, StdoutReader
 from ._reclaim import STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, owned, reclaim
 from ._spawn import POSIX
@@ -116,9 +117,10 @@ class Child:
                 label,
                 self.pid,
                 self._report_end,
-                self.writer.hold,
-                self.writer.release_hold,
             )
+            # The fast path (a call() reads its own answer; the writing held for chunks, paced for pipelining).
+            self.reader.gate = CallerReads(self.reader, self.writer.hold, self.writer.release_hold)
+            self.writer.pace = PipelinedWrites(popen.stdin.fileno())
         except BaseException:  # e.g. out of file descriptors
             if self.exit_watch is not None:
                 self.exit_watch.close()
@@ -155,7 +157,7 @@ class Child:
     @property
     def ended(self) -> bool:
         """True once the stream ended or closing began: nothing more is sent."""
-        return self.closing or self.reader._end_reason is not None
+        return self.closing or self.reader.ended
 
     def stderr_tail(self) -> str:
         assert self.stderr is not None

@@ -14,23 +14,12 @@ the child reads:
   writes the queue in order, waiting in ``poll()`` while the pipe is full.
   Signals never interrupt that thread, so a large frame is always written
   whole (or the pipe breaks);
-- or, while a reader delivers a chunk of answers it read from stdout, it
-  holds the writing (:meth:`StdinWriter.hold`): the callers it wakes queue
-  their next requests, and it writes them all in one ``write()`` when it is
-  done (:meth:`StdinWriter.release_hold`), so the child reads them with one
-  wake-up and answers them together (sixteen callers on one CPU: one write
-  and one read of the child per sixteen calls).  More than ``PIPE_BUF`` bytes
-  go to the writer thread instead, and an interrupted write fails the
-  requests it carried (they are never written twice).
-
-A thread that writes twice in a row, no other thread writing in between,
-may be pipelining (``request()`` after ``request()``): only then is the
-child asked how much it has not read yet (``FIONREAD``).  From
-:data:`CAUGHT_UP_BYTES` on, a new frame would only wait in the pipe behind
-the others, so it is queued instead: the writer thread writes it with those
-that follow in one system call, and the child reads them with one wake-up
-(with both on one CPU, about 22 against 18 µs a request).  A caller that
-reads its own answer next (``drive_call``) is never held back so.
+- or, while it is held (:meth:`StdinWriter.hold`: the stdio fast path,
+  :mod:`._fast_path`, holds it while it delivers a chunk of answers), it is
+  queued, and :meth:`StdinWriter.release_hold` writes what was queued in one
+  ``write()``.  More than ``PIPE_BUF`` bytes go to the writer thread instead,
+  and an interrupted write fails the requests it carried (they are never
+  written twice).
 
 So :meth:`StdinWriter.write` returns at once even when the child has stopped
 reading: a request's caller waits for its answer within its own deadline, not
@@ -48,7 +37,6 @@ Thread-safety: every method may be called from any thread.
 
 from __future__ import annotations
 
-import array
 import collections
 import errno
 import os
@@ -70,18 +58,9 @@ MAX_BACKLOG_BYTES = 64 * 1024 * 1024
 ATOMIC_WRITE_BYTES = int(getattr(select, "PIPE_BUF", 512))
 #: close_stdin(): after the queue had its time to drain, how long the writer gets to let go.
 WRITER_RELEASE_WAIT_S = 0.5
-#: A child with fewer unread bytes than this in its stdin counts as caught up (see _child_caught_up).
-CAUGHT_UP_BYTES = 4096
 #: The writer thread writes at most this much per system call.
 _WRITE_CHUNK_BYTES = 256 * 1024
 _CAN_POLL = hasattr(select, "poll")
-try:  # FIONREAD on the write end of a pipe: the bytes the child has not read yet (Linux, the BSDs, macOS)
-    import fcntl
-    import termios
-
-    _CAN_COUNT_UNREAD = hasattr(termios, "FIONREAD")
-except ImportError:  # pragma: no cover - Windows
-    _CAN_COUNT_UNREAD = False
 _CALLER = "caller"
 _THREAD = "thread"
 _HOLDER = "holder"
@@ -156,8 +135,9 @@ class StdinWriter:
         self._error: Optional[str] = None  # why writing is over (broken pipe, closed)
         self._closed = False  # stdin was closed
         self._thread: Optional[threading.Thread] = None
-        self._unread = threading.local()  # each thread's buffer for FIONREAD's answer
-        self._last_direct_writer: Optional[int] = None  # the thread that last asked to write (a hint)
+        #: Asked (outside the lock) before a frame is written directly: False queues it for the
+        #: writer thread instead (the fast path's pipelining pace; None: always write directly).
+        self.pace: Optional[Callable[[], bool]] = None
 
     @property
     def thread(self) -> Optional[threading.Thread]:
@@ -170,12 +150,12 @@ class StdinWriter:
         return self._queued_bytes
 
     def write(
-        self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float], *, may_batch: bool = True
+        self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float], *, may_queue: bool = True
     ) -> None:
         """Put ``frame`` on the wire after everything written before it; never blocks on the pipe.
 
-        ``may_batch``: False when the caller reads the answer itself next
-        (``drive_call``): it is never queued only to go out with later frames.
+        ``may_queue``: False when the caller reads the answer itself next: it
+        is never queued only to go out with later frames (see :attr:`pace`).
 
         Raises:
             TransportClosed: stdin is closed or broken, or the queue stayed
@@ -189,18 +169,10 @@ class StdinWriter:
                 failed = self._failed
             if error is not None:
                 raise (self._failed_error if failed else self._closed_error)(error)
-        # The same thread writing twice in a row may be pipelining: then, and only then, ask
-        # whether the child keeps up (outside the lock: the system call lets other threads
-        # run, and one more GIL hand-off per write costs many callers dearly).  Advice only.
-        caught_up = True
-        if may_batch and self._owner is None and not self._queue:
-            me = threading.get_ident()
-            if self._last_direct_writer == me:
-                caught_up = self._child_caught_up()
-            else:
-                self._last_direct_writer = me
+        pace = self.pace
+        write_now = pace is None or not may_queue or self._owner is not None or bool(self._queue) or pace()
         with self._lock:
-            if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL and caught_up:
+            if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL and write_now:
                 self._owner = _CALLER
                 direct = True
             else:
@@ -399,25 +371,6 @@ class StdinWriter:
                     self._owner = None
                     notify_all_waiting(self._cond)  # the fast path: usually nobody waits
         return failure
-
-    def _child_caught_up(self) -> bool:
-        """True when fewer than :data:`CAUGHT_UP_BYTES` written wait in the pipe (or when that cannot be known).
-
-        Otherwise a frame written now would only wait in the pipe behind the
-        others: queued instead, it goes out with the frames that follow it in
-        one write by the writer thread, and the child reads them all with one
-        wake-up.
-        """
-        if not _CAN_COUNT_UNREAD:
-            return True
-        unread = getattr(self._unread, "count", None)
-        if unread is None:
-            unread = self._unread.count = array.array("i", [0])
-        try:
-            fcntl.ioctl(self._fd, termios.FIONREAD, unread, True)
-        except OSError:
-            return True
-        return unread[0] < CAUGHT_UP_BYTES
 
     def _wait_for_room(self, size: int, deadline: Optional[float]) -> Optional[str]:
         """With _lock held: wait while the queue is over the limit (bounded by ``deadline``).

@@ -1,0 +1,474 @@
+"""The protocol core of a JSON-RPC client: requests in, bytes out; bytes in, events out.  No I/O, no threads.
+
+Theory of operation.  A :class:`Connection` owns everything about a request's
+life that is a decision rather than an action: its id, its entry in the
+pending table, its deadline, and which way it ends.  It never writes, reads,
+waits or starts a thread, and it takes no lock: whoever drives it (the threaded
+shell, :class:`jsonrpc_threads.core.client.JsonRpcClient`, or a test) calls it
+from one thread at a time, and acts on what it returns.
+
+- :meth:`Connection.request` takes an id and encodes a request (it touches no
+  state but the id counter, so it may run anywhere); :meth:`Connection.register`
+  then puts the request in the pending table, *before* its bytes are sent.
+- :meth:`Connection.receive` takes the bytes of one message (or batch) and
+  returns events (:mod:`jsonrpc_threads.core.events`): a request answered or
+  failed, the peer's requests and notifications, and what was skipped and why.
+- :meth:`Connection.expire` returns the requests whose deadlines passed by a
+  given time, all of them at once; :meth:`Connection.next_deadline` says when
+  to call it next.  A deadline later than every one before it (the usual case:
+  the same timeout, again and again) is appended to a queue; any other goes on
+  a heap; the earliest is at the head of one of them.  The entry of a request
+  that ended is left where it is until it surfaces (both are rebuilt when such
+  entries are more than half of them), so ending a request costs nothing here.
+- :meth:`Connection.withdraw`, :meth:`Connection.fail` and
+  :meth:`Connection.close` end requests for the other reasons: the caller
+  cancelled, the transport could not carry them, the transport is gone.
+
+Every way a request ends removes it from the table, and only the step that
+removed it reports it: a request is settled exactly once, and an answer that
+comes late (or twice, or for an id never sent) is an :class:`~.events.Ignored`.
+
+Ordering.  The shell runs the handlers of the peer's notifications one at a
+time, in arrival order, and tells the core when each is done
+(:meth:`Connection.notification_done`).  A response that arrives while a
+notification received before it is still being handled is held, not reported:
+it is reported once those notifications are done, so a progress callback has
+always run before the call it reports on returns.  Held or not, the request is
+still pending: its deadline, ``close()`` and a failure all end it with the
+answer it already has.  Only notifications of methods the shell handles
+(:meth:`Connection.handle_notifications`) hold answers back, and a request the
+shell marks ``immediate`` (sent from inside a notification handler) is never
+held: its handler waits for it.
+
+Errors say whose fault they are: a malformed answer fails its request with
+:class:`~jsonrpc_threads.errors.InvalidRequest`, the peer's error object
+becomes the matching :class:`~jsonrpc_threads.errors.RemoteError`, and a
+closed connection raises a fresh :class:`~jsonrpc_threads.errors.TransportClosed`
+each time: no two futures ever share an exception object.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import itertools
+from collections import deque
+from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+
+from .. import messages
+from ..errors import InvalidRequest, JsonRpcError, RequestId, TransportClosed, error_from_response
+from .events import Answered, Event, Failed, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
+
+#: The deadlines are rebuilt once they hold more than this many entries and
+#: more than twice as many as there are requests pending.
+COMPACT_MIN_ENTRIES = 1024
+
+
+class _Pending:
+    """One request in flight (kept small: 100,000 of these may be pending)."""
+
+    __slots__ = ("answer", "immediate", "method", "timeout", "token", "waits_for")
+
+    def __init__(self, token: Any, method: str, timeout: Optional[float], immediate: bool) -> None:
+        self.token = token
+        self.method = method
+        self.timeout = timeout
+        self.immediate = immediate
+        self.answer: Optional[Dict[str, Any]] = None  # a held answer
+        self.waits_for = 0  # the notification it is held behind
+
+
+class Connection:
+    """The state of one JSON-RPC client connection; see the module docstring.
+
+    Not thread-safe: the caller serializes every method but :meth:`request`,
+    :meth:`notification` and the read-only properties.
+    """
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._pending: Dict[RequestId, _Pending] = {}
+        # Deadlines, (when, id): those later than all before them in a queue, the others on a heap.
+        # The entries of requests that ended linger until they surface, or a compaction.
+        self._in_order: Deque[Tuple[float, RequestId]] = deque()
+        self._deadlines: List[Tuple[float, RequestId]] = []
+        self._closed: Optional[TransportClosed] = None  # the template of what a closed connection raises
+        self._handled: Set[str] = set()  # notification methods whose handlers hold answers back
+        self._received = 0  # the ticket of the last handled notification received
+        self._done = 0  # every handled notification up to this ticket is done
+        self._held: Deque[RequestId] = deque()  # answers held back, in arrival order
+        self.errors = 0  # requests answered with an error, failed in transit, or lost at close
+        self.timeouts = 0  # requests whose deadline passed
+        self.cancels = 0  # requests the caller withdrew
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """How many requests are pending."""
+        return len(self._pending)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._pending
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed is not None
+
+    @property
+    def requests_made(self) -> int:
+        """How many ids :meth:`request` has handed out."""
+        return int(repr(self._ids)[6:-1]) - 1  # "count(N)": read without taking one
+
+    @property
+    def deadline_entries(self) -> int:
+        """How many deadline entries are kept (those of requests that ended, until they surface or are compacted)."""
+        return len(self._in_order) + len(self._deadlines)
+
+    def closed_error(self) -> Optional[TransportClosed]:
+        """A fresh copy of the error a closed connection fails requests with; None while open."""
+        closed = self._closed
+        return None if closed is None else fresh_error(closed)  # type: ignore[return-value]
+
+    def token(self, request_id: RequestId) -> Any:
+        """The token a pending request was registered with, or None."""
+        entry = self._pending.get(request_id)
+        return None if entry is None else entry.token
+
+    # -- outgoing -----------------------------------------------------------------------------------
+
+    def request(self, method: str, params: messages.Params = None) -> Tuple[int, bytes]:
+        """A new id and the encoded request.  Touches no state but the id counter (thread-safe).
+
+        Raises:
+            TypeError, ValueError: when the method or the params cannot be encoded.
+        """
+        request_id = next(self._ids)
+        return request_id, messages.encode_request(request_id, method, params)
+
+    @staticmethod
+    def notification(method: str, params: messages.Params = None) -> bytes:
+        """An encoded notification (no state: thread-safe).
+
+        Raises:
+            TypeError, ValueError: when the method or the params cannot be encoded.
+        """
+        return messages.encode(messages.notification_message(method, params))
+
+    def register(
+        self,
+        request_id: RequestId,
+        method: str,
+        timeout: Optional[float] = None,
+        deadline: Optional[float] = None,
+        token: Any = None,
+        immediate: bool = False,
+    ) -> None:
+        """Put a request in the pending table (before its bytes are sent).
+
+        Args:
+            request_id: its id (from :meth:`request`).
+            method: its method, for the timeout's error.
+            timeout: the timeout it was given, for the timeout's error.
+            deadline: when :meth:`expire` ends it (a :func:`time.monotonic`
+                time), or None when the caller keeps the deadline itself
+                (:meth:`time_out`) or there is none.
+            token: what the caller settles (its future), handed back in events.
+            immediate: its answer is never held behind notifications.
+
+        Raises:
+            TransportClosed: (a fresh one) after :meth:`close`.
+        """
+        if self._closed is not None:
+            raise fresh_error(self._closed)
+        self._pending[request_id] = _Pending(token, method, timeout, immediate)
+        if deadline is not None:
+            in_order = self._in_order
+            if not in_order or deadline >= in_order[-1][0]:
+                in_order.append((deadline, request_id))
+            else:
+                heapq.heappush(self._deadlines, (deadline, request_id))
+            kept = len(in_order) + len(self._deadlines)
+            if kept > COMPACT_MIN_ENTRIES and kept > 2 * len(self._pending):
+                self._compact()
+
+    def handle_notifications(self, method: str) -> None:
+        """From now on, answers wait for the handling of the notifications of ``method`` received before them."""
+        self._handled.add(method)
+
+    # -- incoming -----------------------------------------------------------------------------------
+
+    def receive(self, data: Union[bytes, str]) -> List[Event]:
+        """One JSON text (a message or a batch) arrived: what it means.
+
+        Returns:
+            The events, in the order of the messages: :class:`~.events.Answered`
+            and :class:`~.events.Failed` for requests it settles (none for one
+            held back), :class:`~.events.PeerRequest`,
+            :class:`~.events.PeerNotification`, :class:`~.events.Rejected`
+            (an invalid request, and the answer it gets) and
+            :class:`~.events.Ignored`.
+        """
+        try:
+            value = messages.decode(data)
+        except JsonRpcError:
+            return [Ignored("a message that is not JSON", data, warning=True)]
+        return self.receive_value(value, data)
+
+    def receive_value(
+        self, value: Any, data: Union[bytes, str] = b"", events: Optional[List[Event]] = None
+    ) -> List[Event]:
+        """:meth:`receive` for a text decoded already; ``data`` is the text, for what is skipped.
+
+        ``events``: a list to append the events to (the events of several texts
+        in one list), returned; a new one by default.
+        """
+        if events is None:
+            events = []
+        if type(value) is dict:
+            if "method" in value:
+                self._message(value, events)
+            else:
+                self._answer(value, events)  # the usual message, one call less
+        elif type(value) is list and value:
+            for item in value:
+                if type(item) is dict:
+                    self._message(item, events)
+                else:
+                    events.append(Ignored("a batch item that is not an object", item, warning=True))
+        else:
+            events.append(Ignored("a message that is not JSON-RPC", data, warning=True))
+        return events
+
+    def _message(self, message: Dict[str, Any], events: List[Event]) -> None:
+        if "method" not in message:
+            self._answer(message, events)
+            return
+        if "id" in message:
+            try:
+                request = messages.parse_message(message)
+            except InvalidRequest as exc:
+                answer = messages.encode(messages.error_message(messages.id_of(message), exc))
+                events.append(Rejected(exc, answer))
+                return
+            assert isinstance(request, messages.Request)
+            events.append(PeerRequest(request.id, request.method, request.params))
+            return
+        method = message["method"]
+        if not isinstance(method, str) or method not in self._handled:
+            events.append(Ignored("a notification nobody handles", method, warning=False))
+            return
+        self._received += 1
+        events.append(PeerNotification(method, message.get("params"), self._received))
+
+    def _answer(self, message: Dict[str, Any], events: List[Event]) -> None:
+        request_id = message.get("id")
+        kind = type(request_id)
+        if kind is not int and kind is not str:
+            reason = "an error response without a usable id" if "error" in message else "a response with an invalid id"
+            events.append(Ignored(reason, message, warning=True))
+            return
+        entry = self._pending.get(request_id)  # type: ignore[arg-type]
+        if entry is None or entry.answer is not None:
+            events.append(Ignored("a late or unknown response", request_id, warning=False))
+            return
+        if entry.immediate or self._done >= self._received:
+            del self._pending[request_id]  # type: ignore[arg-type]
+            events.append(self._settled(request_id, entry, message))  # type: ignore[arg-type]
+            return
+        entry.answer = message
+        entry.waits_for = self._received
+        self._held.append(request_id)  # type: ignore[arg-type]
+
+    def response_ids(self, value: Any) -> Sequence[RequestId]:
+        """The ids of the responses in a decoded message (or batch), as the peer wrote them.
+
+        Pure: whether or not a request waits for them.  Only ids of a valid
+        type (``int`` or ``str``).
+        """
+        if type(value) is dict:
+            if "method" in value:
+                return ()
+            request_id: RequestId = value.get("id")  # type: ignore[assignment]
+            kind = type(request_id)
+            return (request_id,) if kind is int or kind is str else ()
+        if type(value) is list:
+            return [
+                item["id"]
+                for item in value
+                if type(item) is dict and "method" not in item and messages.is_valid_id(item.get("id"))
+            ]
+        return ()
+
+    def notification_done(self, ticket: int) -> List[Event]:
+        """The handler of the notification with ``ticket`` returned: the answers it held back, settled.
+
+        Tickets are done in order (the shell runs the handlers one at a time).
+        """
+        self._done = max(self._done, ticket)
+        events: List[Event] = []
+        held = self._held
+        while held:
+            entry = self._pending.get(held[0])
+            if entry is not None and entry.answer is not None and entry.waits_for > self._done:
+                break
+            request_id = held.popleft()
+            if entry is not None and entry.answer is not None:
+                del self._pending[request_id]
+                events.append(self._settled(request_id, entry, entry.answer))
+        return events
+
+    # -- the other ways a request ends -------------------------------------------------------------
+
+    def next_deadline(self) -> Optional[float]:
+        """When the earliest deadline of a pending request passes (None for none)."""
+        heap, in_order, pending = self._deadlines, self._in_order, self._pending
+        while heap and heap[0][1] not in pending:
+            heapq.heappop(heap)  # the request ended before its deadline
+        while in_order and in_order[0][1] not in pending:
+            in_order.popleft()
+        if heap and (not in_order or heap[0][0] < in_order[0][0]):
+            return heap[0][0]
+        return in_order[0][0] if in_order else None
+
+    def expire(self, now: float) -> List[Event]:
+        """Every request whose deadline is at or before ``now``, ended at once.
+
+        Returns:
+            One :class:`~.events.TimedOut` for all of them, in deadline order
+            (none when none timed out); before it, an
+            :class:`~.events.Answered` (or :class:`~.events.Failed`) for each
+            whose answer was in and held (a deadline never passes with an
+            answer in hand unused).
+        """
+        heap, in_order = self._deadlines, self._in_order
+        due: List[RequestId] = []
+        while True:
+            if heap and heap[0][0] <= now and (not in_order or heap[0][0] < in_order[0][0]):
+                due.append(heapq.heappop(heap)[1])
+            elif in_order and in_order[0][0] <= now:
+                due.append(in_order.popleft()[1])
+            else:
+                return self._time_out(due)
+
+    def time_out(self, request_id: RequestId) -> List[Event]:
+        """The deadline of one request passed (the caller kept it): as :meth:`expire` for it alone."""
+        return self._time_out([request_id])
+
+    def _time_out(self, request_ids: List[RequestId]) -> List[Event]:
+        """End these requests at their deadline (those still pending); parallel lists, no object a request."""
+        pending = self._pending
+        events: List[Event] = []
+        ids: List[RequestId] = []
+        tokens: List[Any] = []
+        methods: List[str] = []
+        timeouts: List[Optional[float]] = []
+        for request_id in request_ids:
+            entry = pending.pop(request_id, None)
+            if entry is None:
+                continue
+            if entry.answer is not None:
+                events.append(self._settled(request_id, entry, entry.answer))
+                continue
+            ids.append(request_id)
+            tokens.append(entry.token)
+            methods.append(entry.method)
+            timeouts.append(entry.timeout)
+        if ids:
+            self.timeouts += len(ids)
+            events.append(TimedOut(ids, tokens, methods, timeouts))
+        return events
+
+    def withdraw(self, request_id: RequestId) -> bool:
+        """The caller gave the request up (cancelled its future, or was interrupted): forget it.
+
+        Returns:
+            True when it was pending (the caller settles its token and tells the peer).
+        """
+        if self._pending.pop(request_id, None) is None:
+            return False
+        self.cancels += 1
+        return True
+
+    def fail(self, request_ids: Iterable[RequestId], error: JsonRpcError) -> List[Event]:
+        """These requests could not be carried: a :class:`~.events.Failed` each (its own copy of ``error``).
+
+        One whose answer was in and held is settled with that answer instead.
+        """
+        events: List[Event] = []
+        first = True
+        for request_id in request_ids:
+            entry = self._pending.pop(request_id, None)
+            if entry is None:
+                continue
+            if entry.answer is not None:
+                events.append(self._settled(request_id, entry, entry.answer))
+                continue
+            self.errors += 1
+            events.append(Failed(request_id, entry.token, error if first else fresh_error(error)))
+            first = False
+        return events
+
+    def close(self, error: TransportClosed) -> List[Event]:
+        """Refuse new requests from now on, and end every pending one with a copy of ``error``.
+
+        The first close's error is the one later requests fail with.
+
+        Returns:
+            A :class:`~.events.Failed` for each pending request (or its held answer).
+        """
+        if self._closed is None:
+            self._closed = error
+        entries = list(self._pending.items())
+        self._pending.clear()
+        self._deadlines.clear()
+        self._in_order.clear()
+        self._held.clear()
+        events: List[Event] = []
+        for request_id, entry in entries:
+            if entry.answer is not None:
+                events.append(self._settled(request_id, entry, entry.answer))
+            else:
+                self.errors += 1
+                events.append(Failed(request_id, entry.token, fresh_error(error)))
+        return events
+
+    # -- internals -----------------------------------------------------------------------------------
+
+    def _settled(self, request_id: RequestId, entry: _Pending, answer: Dict[str, Any]) -> Event:
+        """The event of a request that ends with ``answer`` (a response message)."""
+        if "result" in answer:
+            if "error" not in answer:
+                return Answered(request_id, entry.token, answer["result"])
+            error: JsonRpcError = InvalidRequest("Response has both result and error", data=answer)
+        elif "error" in answer:
+            error = error_from_response(answer["error"])
+        else:
+            error = InvalidRequest("Response has neither result nor error", data=answer)
+        self.errors += 1
+        return Failed(request_id, entry.token, error)
+
+    def _compact(self) -> None:
+        pending = self._pending
+        self._deadlines = [entry for entry in self._deadlines if entry[1] in pending]
+        heapq.heapify(self._deadlines)
+        self._in_order = deque(entry for entry in self._in_order if entry[1] in pending)
+
+
+def fresh_error(error: JsonRpcError) -> JsonRpcError:
+    """A copy of ``error`` without traceback, context or cause: one raise, one object."""
+    try:
+        duplicate = copy.copy(error)
+    except Exception:  # an exotic subclass that cannot be copied: a plain one
+        duplicate = (
+            TransportClosed(error.message)
+            if isinstance(error, TransportClosed)
+            else JsonRpcError(error.code, error.message, error.data)
+        )
+    duplicate.__traceback__ = None
+    duplicate.__cause__ = None
+    duplicate.__context__ = None
+    return duplicate
+
+
+__all__ = ["COMPACT_MIN_ENTRIES", "Connection", "fresh_error"]
