@@ -376,12 +376,13 @@ class SerialLane:
 class CallWaiter:
     """The private future of one blocking ``call()``: settled once, waited on by its caller only."""
 
-    __slots__ = ("_error", "_lock", "_result", "_settled")
+    __slots__ = ("_error", "_held", "_lock", "_result", "_settled")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()  # released when settled
         self._settled = False
+        self._held = False  # the answer is in, waiting for notification handlers to finish
         self._result: Any = None
         self._error: Optional[BaseException] = None
 
@@ -402,6 +403,19 @@ class CallWaiter:
     def settled(self) -> bool:
         """True once the answer (or error) is in."""
         return self._settled
+
+    def answer_held(self) -> None:
+        """The answer arrived but waits for notification handlers: a caller reading it stops reading."""
+        self._held = True
+
+    def answered(self) -> bool:
+        """True once settled, or once the answer arrived and waits for notification handlers.
+
+        What a caller that reads its own answer reads until: past this point
+        it only waits to be settled (:meth:`wait`), which the handlers' end
+        does at once, instead of polling a pipe that has nothing more for it.
+        """
+        return self._settled or self._held
 
     def wait(self, deadline: Optional[float]) -> bool:
         """Wait until settled or ``deadline`` (monotonic) passed; True if settled.  Interruptible."""

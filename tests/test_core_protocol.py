@@ -14,6 +14,7 @@ from jsonrpc_threads.core.events import (
     Answered,
     Event,
     Failed,
+    Held,
     Ignored,
     PeerNotification,
     PeerRequest,
@@ -173,7 +174,7 @@ def test_an_answer_waits_for_the_handled_notifications_received_before_it() -> N
     request_id = sent(connection)
     events = connection.receive(note("progress", {"p": 1}))
     assert events == [PeerNotification("progress", {"p": 1}, 1)]
-    assert connection.receive(result(request_id, "done")) == []  # held behind ticket 1
+    assert connection.receive(result(request_id, "done")) == [Held(request_id, f"t{request_id}")]  # behind ticket 1
     assert request_id in connection
     later = connection.receive(note("progress", {"p": 2}))  # after the answer: it does not hold it
     assert later == [PeerNotification("progress", {"p": 2}, 2)]
@@ -199,7 +200,7 @@ def test_a_held_answer_is_what_its_deadline_close_or_failure_settle_it_with() ->
     b, c = sent(connection), sent(connection)
     connection.receive(note("progress"))
     for request_id in (a, b, c):
-        assert connection.receive(result(request_id, request_id)) == []
+        assert connection.receive(result(request_id, request_id)) == [Held(request_id, f"t{request_id}")]
     assert connection.receive(result(a, "twice")) == [Ignored("a late or unknown response", a, warning=False)]
     assert connection.expire(10.0) == [Answered(a, f"t{a}", a)]
     assert connection.fail([b], TransportClosed("x")) == [Answered(b, f"t{b}", b)]

@@ -31,6 +31,7 @@ from jsonrpc_threads import (
     TransportClosed,
 )
 from jsonrpc_threads._scheduler import Scheduler, default_scheduler
+from jsonrpc_threads.observe import trace_wire
 
 from .conftest import peer_command
 from .helpers import scripted
@@ -538,3 +539,46 @@ def test_the_process_wide_timer_thread_is_one_and_alive(client: JsonRpcClient) -
     quick_timeout_still_fires(client)
     thread = default_scheduler().thread
     assert thread is not None and thread.is_alive()
+
+
+def test_a_call_answered_behind_a_notification_returns_as_soon_as_its_handler_does() -> None:
+    """Regression: a ``call()`` that read its own answer, held behind a notification handler, polled on.
+
+    Its thread went back to ``poll()`` on stdout (50 ms slices) with nothing more
+    to come for it, and returned up to 50 ms after the handler released the answer.
+    """
+    entered, release, answer_in = threading.Event(), threading.Event(), threading.Event()
+
+    def on_note(params: Any) -> None:
+        entered.set()
+        release.wait(WAIT_S)
+
+    def on_wire(message: Any) -> None:
+        if message.direction == "in" and '"result"' in message.text:
+            answer_in.set()
+
+    lags: List[float] = []
+    with JsonRpcClient(StdioTransport(peer_command("stdio_peer"))) as client:
+        client.on_notification("note", on_note)
+        trace_wire(client, on_wire)
+        for _ in range(10):
+            entered.clear()
+            release.clear()
+            answer_in.clear()
+            returned: List[float] = []
+
+            def call(returned: List[float] = returned) -> None:
+                client.call("notify", {"method": "note", "count": 1}, timeout=WAIT_S)
+                returned.append(time.monotonic())
+
+            caller = threading.Thread(target=call)
+            caller.start()
+            assert entered.wait(WAIT_S) and answer_in.wait(WAIT_S)  # the answer is in, held behind the handler
+            released = time.monotonic()
+            release.set()
+            caller.join(WAIT_S)
+            assert returned, "the call did not return"
+            lags.append(returned[0] - released)
+        trace_wire(client, None)
+    lags.sort()
+    assert lags[len(lags) // 2] < 0.01, f"the call returned {lags} s after its answer was released"

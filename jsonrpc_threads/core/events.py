@@ -56,6 +56,20 @@ class Failed(Event):
         self.error = error
 
 
+class Held(Event):
+    """A request's response arrived but waits for notifications received before it (reported later as ``Answered``).
+
+    Nothing is settled: the shell only tells a caller that reads its own
+    answer to stop reading and wait, since the answer is in.
+    """
+
+    __slots__ = ("request_id", "token")
+
+    def __init__(self, request_id: RequestId, token: Any) -> None:
+        self.request_id = request_id
+        self.token = token
+
+
 class TimedOut(Event):
     """Requests whose deadlines passed together, before their answers: the shell raises ``RequestTimeout``.
 
@@ -122,4 +136,4 @@ class Ignored(Event):
         self.warning = warning
 
 
-__all__ = ["Answered", "Event", "Failed", "Ignored", "PeerNotification", "PeerRequest", "Rejected", "TimedOut"]
+__all__ = ["Answered", "Event", "Failed", "Held", "Ignored", "PeerNotification", "PeerRequest", "Rejected", "TimedOut"]

@@ -31,8 +31,9 @@ comes late (or twice, or for an id never sent) is an :class:`~.events.Ignored`.
 Ordering.  The shell runs the handlers of the peer's notifications one at a
 time, in arrival order, and tells the core when each is done
 (:meth:`Connection.notification_done`).  A response that arrives while a
-notification received before it is still being handled is held, not reported:
-it is reported once those notifications are done, so a progress callback has
+notification received before it is still being handled is held (reported as
+:class:`~.events.Held`, which settles nothing): it is reported answered once
+those notifications are done, so a progress callback has
 always run before the call it reports on returns.  Held or not, the request is
 still pending: its deadline, ``close()`` and a failure all end it with the
 answer it already has.  Only notifications of methods the shell handles
@@ -57,7 +58,7 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tu
 
 from .. import messages
 from ..errors import InvalidRequest, JsonRpcError, RequestId, TransportClosed, error_from_response
-from .events import Answered, Event, Failed, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
+from .events import Answered, Event, Failed, Held, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
 
 #: The deadlines are rebuilt once they hold more than this many entries and
 #: more than twice as many as there are requests pending.
@@ -279,6 +280,7 @@ class Connection:
         entry.answer = message
         entry.waits_for = self._received
         self._held.append(request_id)  # type: ignore[arg-type]
+        events.append(Held(request_id, entry.token))  # type: ignore[arg-type]
 
     def response_ids(self, value: Any) -> Sequence[RequestId]:
         """The ids of the responses in a decoded message (or batch), as the peer wrote them.

@@ -42,7 +42,7 @@ from .._workers import CallWaiter, DrainQueue, PoolClosed, SerialLane, WorkerPoo
 from ..cancellation import CancellationBuilder
 from ..errors import JsonRpcError, MethodNotFound, RequestId, RequestTimeout, TransportClosed
 from ..transports.base import Transport, capabilities
-from .events import Answered, Event, Failed, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
+from .events import Answered, Event, Failed, Held, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
 from .protocol import Connection, fresh_error
 
 logger = get_logger("jsonrpc_threads.client")
@@ -206,9 +206,9 @@ class Shell:
         if drive is not None:
             try:
                 if headers is None:
-                    driven = drive(data, request_id, waiter.settled, deadline)
+                    driven = drive(data, request_id, waiter.answered, deadline)
                 else:
-                    driven = drive(data, request_id, waiter.settled, deadline, headers)
+                    driven = drive(data, request_id, waiter.answered, deadline, headers)
             except JsonRpcError as exc:
                 self.failed((request_id,), exc)
                 return
@@ -375,6 +375,9 @@ class Shell:
             assert isinstance(event, Rejected)
             logger.warning("%s: invalid request from peer: %s", self.label, event.error)
             self._submit(self.send_answer, event.answer)
+        elif kind is Held:
+            if type(event.token) is CallWaiter:  # type: ignore[attr-defined]
+                event.token.answer_held()  # type: ignore[attr-defined]
         elif kind is Ignored:
             assert isinstance(event, Ignored)
             if event.warning:

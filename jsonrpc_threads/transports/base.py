@@ -178,7 +178,10 @@ class DrivesCalls(Protocol):
     ) -> bool:
         """Send one request and carry it on the calling thread until ``done()`` or ``deadline``.
 
-        ``headers`` as in :meth:`Transport.send`.
+        ``headers`` as in :meth:`Transport.send`.  ``done()`` becomes true
+        once the answer is in: settled, or received and waiting for the
+        handlers of notifications that came before it (the client settles it
+        when they finish; there is nothing more to read for it).
 
         Everything received meanwhile goes to the sink exactly as the
         transport's own threads would deliver it, in order.  Returns ``False``
