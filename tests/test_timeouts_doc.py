@@ -33,6 +33,8 @@ BLOCKING_WITHOUT_TIMEOUT: Dict[str, Set[str]] = {
     "LspClient": {"close"},
     "AcpClient": {"close"},
 }
+#: Public methods that take a ``timeout`` only to check or resolve it, never to wait.
+NOT_BLOCKING: Dict[str, Set[str]] = {"JsonRpcClient": {"resolve_timeout"}}
 _ROW = re.compile(r"^\| `([^`]+)` \| (.+?) \| (.+) \|$", re.MULTILINE)
 
 
@@ -56,7 +58,7 @@ def blocking_methods(cls: type) -> Set[str]:
             continue
         if "timeout" in parameters:
             names.add(name)
-    return names
+    return names - NOT_BLOCKING.get(cls.__name__, set())
 
 
 def commands() -> Set[str]:

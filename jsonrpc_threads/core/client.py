@@ -330,8 +330,6 @@ class JsonRpcClient(Closing):
             return self.default_timeout
         return check_timeout(timeout)
 
-    _resolve_timeout = resolve_timeout  # the name the MCP layer used (to go once it calls resolve_timeout)
-
     def attach_observer(self, make: Callable[[str], Any]) -> Any:
         """The client's observer, made with ``make(label)`` the first time (for :mod:`jsonrpc_threads.observe`).
 
