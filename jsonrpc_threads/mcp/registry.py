@@ -64,6 +64,7 @@ from .naming import (
     namespaced_name,
 )
 from .progress import ProgressCallback
+from .protocol import arguments_object
 from .restarts import (
     DEFAULT_MAX_RESTART_BACKOFF_S,
     DEFAULT_MAX_RESTARTS,
@@ -400,7 +401,9 @@ class ToolRegistry(Closing, ModelToolCalls):
         Args:
             server: the server's name in the configuration.
             tool: the tool's name as the server spells it.
-            arguments: the tool's arguments.
+            arguments: the tool's arguments, a dict; a model's arguments arrive
+                as a JSON string: ``json.loads`` it first, or hand the model's
+                whole tool call to :meth:`execute`, which does.
             timeout: seconds for the whole call (a wait for the server to start
                 or restart, and a fetch of its tools, included); by default the
                 server's ``timeout``, else the registry's ``default_timeout``;
@@ -411,16 +414,18 @@ class ToolRegistry(Closing, ModelToolCalls):
             The ``tools/call`` result (``isError: true`` is returned, not raised).
 
         Raises:
+            TypeError: ``arguments`` is not a dict (a JSON string, say); nothing is started or sent.
             UnknownServer, UnknownTool, ConfigError, ServerUnavailable: before
                 anything is sent.
             RequestTimeout, TransportClosed, JsonRpcError: as
                 :meth:`McpClient.call_tool`.
         """
         self._check_fork()
+        checked = arguments_object(arguments)
         supervisor = self._server(server)
         deadline = Deadline.after(timeout, supervisor.call_timeout())
         supervisor.ensure_tool(tool, deadline)
-        return supervisor.call_tool(tool, arguments, deadline, on_progress)
+        return supervisor.call_tool(tool, checked, deadline, on_progress)
 
     def close(self) -> None:
         """Close every session this registry started (and reclaim their processes).
