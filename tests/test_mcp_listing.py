@@ -186,6 +186,17 @@ def test_a_stale_list_is_fetched_again_by_execute_within_its_deadline() -> None:
         assert tool_lists(registry) == before + 1
 
 
+def test_calls_that_find_a_fetch_of_a_stale_list_under_way_share_it() -> None:
+    # Each tools/list takes a second; four model calls at once, their server's list stale at once: one fetch.
+    config = {"mcpServers": {"p": pages_peer(None, "--stateless", "--slow", "1", "--slow-tools-list")}}
+    with make_registry(config) as registry:
+        registry.tools()
+        before = tool_lists(registry)
+        calls = [openai_call("mcp__p__echo", {"text": str(n)}, f"call_{n}") for n in range(4)]
+        assert [message["content"] for message in registry.execute_all(calls)] == ["0", "1", "2", "3"]
+        assert tool_lists(registry) == before + 1
+
+
 def test_a_list_fresh_for_its_ttl_is_not_fetched_again() -> None:
     page = {"tools/list": [{"tools": [TOOL, {"name": "add_tool", "inputSchema": {}}], "ttlMs": 600_000}]}
     with make_registry({"mcpServers": {"p": pages_peer(page, "--stateless")}}) as registry:

@@ -19,7 +19,8 @@ Flags:
   ``skills/list`` one page with the entry of :data:`SKILL_URI`, and every
   other list is one empty page.
 - ``--slow S``: ``skills/list``, ``skills/get`` and ``resources/read`` answer
-  after ``S`` seconds (each request runs on a thread of its own).
+  after ``S`` seconds (each request runs on a thread of its own);
+  ``--slow-tools-list`` makes ``tools/list`` that slow too.
 
 Skills: ``skills/get`` answers the entry of :data:`SKILL_URI` (a dynamic
 skill), ``resources/read`` of that URI its ``SKILL.md``.
@@ -72,9 +73,10 @@ EMPTY_PAGES = {
 
 
 class PagesPeer:
-    def __init__(self, stateless: bool, pages: Dict[str, List[Any]], slow: float) -> None:
+    def __init__(self, stateless: bool, pages: Dict[str, List[Any]], slow: float, slow_tools_list: bool) -> None:
         self.stateless = stateless
         self.slow = slow
+        self.slow_tools_list = slow_tools_list
         self.pages: Dict[str, List[Any]] = {"tools/list": [copy.deepcopy(DEFAULT_TOOLS_PAGE)]}
         for method, empty in EMPTY_PAGES.items():
             self.pages[method] = [dict(empty)]
@@ -101,7 +103,7 @@ class PagesPeer:
         rid, method, params = message.get("id"), message.get("method"), message.get("params") or {}
         if rid is None:
             return  # a notification
-        if method in SLOW_METHODS:
+        if method in SLOW_METHODS or (method == "tools/list" and self.slow_tools_list):
             threading.Event().wait(self.slow)
         if method == "initialize" and not self.stateless:
             capabilities = {"tools": {}, "prompts": {}, "resources": {}, "logging": {}}
@@ -185,8 +187,9 @@ def main() -> None:
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--pages", default="{}")
     parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--slow-tools-list", action="store_true")
     args = parser.parse_args()
-    peer = PagesPeer(args.stateless, json.loads(args.pages), args.slow)
+    peer = PagesPeer(args.stateless, json.loads(args.pages), args.slow, args.slow_tools_list)
     for line in sys.stdin:
         if line.strip():
             threading.Thread(target=peer.handle, args=(json.loads(line),), daemon=True).start()
