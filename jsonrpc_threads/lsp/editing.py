@@ -81,11 +81,11 @@ class DocumentCalls:
             OSError: the file cannot be read.
             TransportClosed, RequestTimeout: as any call.
         """
+        deadline = self._deadline(timeout)
         uri = as_uri(path_or_uri)
         if text is None:
             text = uri_to_path(uri).read_text(encoding="utf-8")
         language = language_id or language_id_for(uri)
-        deadline = self._deadline(timeout)
         self._handshake.ready(deadline)
         document, ticket = self._documents.open(uri, text, language)
         version = document.version
