@@ -15,8 +15,9 @@ Commands::
 Every command takes ``--timeout SECONDS`` and ``-v`` / ``-vv`` (log to
 stderr).  The timeout is made once and spent by every step it covers:
 ``tools``, every server's start and listing, in all; ``call``, the whole call,
-the wait for the server's start included; ``rpc``, the request; ``lsp``, each
-step (docs/timeouts.md has the table).  ``tools`` prints every server's tools as a table (``--json``: the
+the wait for the server's start included; ``rpc``, the request; ``lsp``, the
+whole query, from the handshake on (docs/timeouts.md has the table).
+``tools`` prints every server's tools as a table (``--json``: the
 registry's descriptors); a server that cannot start is reported on stderr and
 the others are still listed.  ``call`` prints the tool's text result on stdout
 (``--json``: the whole result) with a progress bar on stderr while the server
@@ -74,7 +75,7 @@ import time
 from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
-from ._deadlines import DEFAULT_TIMEOUT
+from ._deadlines import DEFAULT_TIMEOUT, Deadline
 from ._version import __version__
 from .acp.cli import add_command as add_acp_command
 from .acp.cli import run as run_acp
@@ -117,7 +118,7 @@ EXIT_CODES: Dict[int, str] = {
 
 #: Default seconds for ``rpc`` requests.
 DEFAULT_RPC_TIMEOUT_S = 30.0
-#: Default seconds for each step of ``lsp``: the handshake, the query (or the wait for diagnostics).
+#: Default seconds for the whole of ``lsp``: the handshake, the file's ``didOpen``, the query (or diagnostics).
 DEFAULT_LSP_TIMEOUT_S = 30.0
 #: The queries of ``lsp`` that take a FILE:LINE:COL, and the one that takes a FILE.
 LSP_POSITION_QUERIES = ("definition", "hover", "references")
@@ -631,32 +632,38 @@ def cmd_lsp(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if not os.path.isdir(args.root):
         raise _Failure(EXIT_USAGE, f"--root is not a directory: {args.root}")
     timeout = args.timeout if args.timeout is not None else DEFAULT_LSP_TIMEOUT_S
+    deadline = Deadline.after(timeout)  # one deadline for the whole query: every step spends what is left
     what = f"{args.query} of {args.location}"
     env = _environment(args.env)
-    with LspClient(command, root_uri=args.root, default_timeout=timeout, env=env, inherit_env=args.inherit_env) as lsp:
-        display = ProgressDisplay(err, what=f"the {what}")
-        display.start()
-        try:
-            uri = lsp.open(path, text)
-            if args.query == "diagnostics":
-                result: Any = lsp.diagnostics(uri)
-            else:
-                try:
-                    lsp.diagnostics(uri, timeout=min(timeout, LSP_ANALYSIS_WAIT_S))
-                except RequestTimeout:
-                    logger.info("no diagnostics for %s within %ss: asking anyway", path, LSP_ANALYSIS_WAIT_S)
-                line, character = lsp.position_at(uri, offset)
-                ask = {"definition": lsp.definition, "hover": lsp.hover, "references": lsp.references}[args.query]
-                result = ask(uri, line, character)
-        except RequestTimeout as exc:
-            raise _Failure(EXIT_TIMEOUT, f"no {what} within {exc.timeout}s") from None
-        except (TransportClosed, HttpError):
-            raise
-        except JsonRpcError as exc:
-            _write_json(out, exc.to_error_object())
-            return EXIT_ERROR_RESULT
-        finally:
-            display.finish()
+    lsp = LspClient(command, root_uri=args.root, default_timeout=timeout, env=env, inherit_env=args.inherit_env)
+    display = ProgressDisplay(err, what=f"the {what}")
+    display.start()
+    try:
+        lsp.initialize(timeout=deadline.remaining())
+        uri = lsp.open(path, text, timeout=deadline.remaining())
+        if args.query == "diagnostics":
+            result: Any = lsp.diagnostics(uri, timeout=deadline.remaining())
+        else:
+            left = deadline.remaining()
+            try:
+                lsp.diagnostics(uri, timeout=LSP_ANALYSIS_WAIT_S if left is None else min(left, LSP_ANALYSIS_WAIT_S))
+            except RequestTimeout:
+                if deadline.expired:
+                    raise
+                logger.info("no diagnostics for %s within %ss: asking anyway", path, LSP_ANALYSIS_WAIT_S)
+            line, character = lsp.position_at(uri, offset)
+            ask = {"definition": lsp.definition, "hover": lsp.hover, "references": lsp.references}[args.query]
+            result = ask(uri, line, character, timeout=deadline.remaining())
+    except RequestTimeout:
+        raise _Failure(EXIT_TIMEOUT, f"no {what} within {timeout}s") from None
+    except (TransportClosed, HttpError):
+        raise
+    except JsonRpcError as exc:
+        _write_json(out, exc.to_error_object())
+        return EXIT_ERROR_RESULT
+    finally:
+        display.finish()
+        lsp.close()
     _write_json(out, result)
     return EXIT_OK
 

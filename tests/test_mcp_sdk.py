@@ -378,12 +378,12 @@ def test_set_logging_level_filters_what_the_server_sends() -> None:
 def test_stateless_log_level_goes_into_every_request() -> None:
     logs: List[Dict[str, Any]] = []
     with sdk_stdio("stateless", on_log=logs.append) as client:
-        client.call_tool("log", {"level": "error", "message": "unasked"})
-        assert logs == []  # no logLevel in the request's _meta: the server must not log
+        # With on_log, every request asks for "debug" (DEFAULT_LOG_LEVEL) until set_logging_level().
+        client.call_tool("log", {"level": "debug", "message": "asked for by on_log"})
         client.set_logging_level("error")
         client.call_tool("log", {"level": "warning", "message": "below the level"})
         client.call_tool("log", {"level": "error", "message": "at the level"})
-    assert [entry["data"] for entry in logs] == ["at the level"]
+    assert [entry["data"] for entry in logs] == ["asked for by on_log", "at the level"]
 
 
 def test_stateless_subscribe_and_resource_updated() -> None:

@@ -12,11 +12,13 @@ test_transports_config.py, test_mcp_config.py).
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
+from jsonrpc_threads.mcp import ToolRegistry
 from jsonrpc_threads.mcp.config import ConfigError
 from jsonrpc_threads.mcp.registry import ServerUnavailable, UnknownServer, UnknownTool, result_text
 
@@ -300,3 +302,15 @@ def test_everything_server_content_in_both_formats(everything_url: Optional[str]
     assert block["source"]["type"] == "base64" and block["source"]["media_type"] == "image/png"
     assert "[image: image/png" in as_text["content"]
     assert [p["progress"] for p in progress] == [1, 2]
+
+
+def test_from_config_takes_the_classes_keywords_explicitly() -> None:
+    """Every keyword of the class, by name and default, for IDE completion and type checking (no ``**options``)."""
+    factory = inspect.signature(ToolRegistry.from_config).parameters
+    made = inspect.signature(ToolRegistry).parameters
+    assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in factory.values())
+    keywords = {name: p.default for name, p in made.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert {name: p.default for name, p in factory.items() if name in keywords} == keywords
+    assert set(factory) == {"path_or_mapping", "environ", *keywords}
+    with pytest.raises(TypeError):
+        ToolRegistry.from_config({"mcpServers": {}}, no_such_option=1)  # type: ignore[call-arg]

@@ -7,6 +7,10 @@ a request that times out or whose future is cancelled sends
 headers (:class:`~jsonrpc_threads.transports.stdio.StdioTransport` with
 ``framing="content-length"``).  The pieces, one module each:
 
+- :mod:`.handshake`: ``initialize``, ``initialized`` and the settings, one
+  flight each caller waits for with its own deadline;
+- :mod:`.editing` and :mod:`.queries`: the calls on documents and the
+  questions about code, the two halves of the client's face;
 - :mod:`.capabilities`: what ``initialize`` declares (only what this client
   does) and what it reads from the answer (position encoding, document sync);
 - :mod:`.documents`: the open documents, their versions and the order their
@@ -19,10 +23,17 @@ headers (:class:`~jsonrpc_threads.transports.stdio.StdioTransport` with
   log messages;
 - :mod:`.positions` and :mod:`.uris`: pure conversions.
 
+Deadlines.  Every public call makes its deadline as it enters (its
+``timeout``, else ``default_timeout``), and every step it triggers spends
+what is left of it: the handshake on a fresh client, a document
+notification's turn, the request, the wait for diagnostics.  A
+:class:`~jsonrpc_threads.errors.RequestTimeout` names the whole call's timeout.
+
 Lifecycle.  The handshake (``initialize``, then ``initialized``, then the
 settings in ``workspace/didChangeConfiguration``) runs once: in ``__enter__``,
-or on the first use, whichever comes first; one thread runs it, others wait
-for it (bounded by their own timeout).  :meth:`LspClient.close` sends
+or on the first use, whichever comes first, on a thread of its own; every
+caller waits for it no longer than its own deadline, and it goes on when
+one gives up (:mod:`.handshake`).  :meth:`LspClient.close` sends
 ``shutdown`` (at most :data:`SHUTDOWN_TIMEOUT_S`), then ``exit`` (at most
 :data:`EXIT_SEND_TIMEOUT_S`), then closes the transport, whose reclaim of the
 process tree is bounded too: a server that answered ``shutdown`` but is slow
@@ -40,12 +51,11 @@ import itertools
 import os
 import threading
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import PurePath
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, UseDefault, check_timeout, deadline_after, time_left
+from .._deadlines import DEFAULT_TIMEOUT, check_timeout
 from .._logs import get_logger
 from .._version import __version__
 from ..client import DEFAULT_HANDLER_WORKERS, JsonRpcClient, Timeout
@@ -54,9 +64,12 @@ from ..transports.base import Transport
 from ..transports.stdio import CLOSE_WAIT_S, StdioTransport
 from .capabilities import SYNC_NONE, SyncOptions, client_capabilities, negotiated_encoding, sync_options
 from .diagnostics import PUBLISH_METHOD, DiagnosticsBoard
-from .documents import DocumentStore, language_id_for
-from .positions import DEFAULT_ENCODING, UTF16, offset_from_position, position_from_offset
-from .progress import PROGRESS_METHOD, ProgressCallback, ProgressRouter, join_results
+from .documents import DocumentStore
+from .editing import DocumentCalls
+from .handshake import INITIALIZED_SEND_TIMEOUT_S, Handshake, call_within, whole
+from .positions import DEFAULT_ENCODING, UTF16
+from .progress import PROGRESS_METHOD, ProgressCallback, ProgressRouter
+from .queries import PositionQueries
 from .server_requests import Handler, ServerRequests
 from .uris import PathOrUri, as_uri, uri_to_path
 
@@ -75,8 +88,6 @@ EXIT_SEND_TIMEOUT_S = 1.0
 #: there is nothing left for it to do, and some servers (jedi-language-server)
 #: take seconds to exit by themselves.
 EXIT_GRACE_S = 0.5
-#: How long sending ``initialized`` and the settings may take after ``initialize`` was answered.
-INITIALIZED_SEND_TIMEOUT_S = 5.0
 #: The longest :meth:`LspClient.close` takes: ``shutdown``, ``exit``, then the
 #: transport's reclaim of a child that ignores everything (stdin closed,
 #: terminate, kill, each with its grace).
@@ -99,7 +110,7 @@ class _Connection(JsonRpcClient):
         self._on_closed(error)
 
 
-class LspClient(Closing):
+class LspClient(Closing, DocumentCalls, PositionQueries):
     """A synchronous client of one language server.  Thread-safe; a context manager.
 
     ``with LspClient(...) as lsp:`` runs the handshake and, at the end, shuts
@@ -195,9 +206,8 @@ class LspClient(Closing):
         self._documents = DocumentStore()
         self._board = DiagnosticsBoard(on_diagnostics)
         self._progress = ProgressRouter(f"jsonrpc-threads-{os.getpid()}-{next(_client_numbers)}", on_progress)
-        # _lock guards _handshake and _close_started; _closed is set once close() finished.
+        # _lock guards _close_started; _closed is set once close() finished.
         self._lock = threading.Lock()
-        self._handshake: Optional[Future[Dict[str, Any]]] = None
         self._close_started = False
         self._closed = threading.Event()
         self._encoding = DEFAULT_ENCODING
@@ -215,6 +225,7 @@ class LspClient(Closing):
             if transport is not command_or_transport:
                 transport.close()
             raise
+        self._handshake = Handshake(self._rpc, self._initialize_params, self._initialized, self._settings_to_send)
         self._server.register(self._rpc, self._progress.create)
         self._rpc.on_notification(PROGRESS_METHOD, self._progress.route)
         self._rpc.on_notification(PUBLISH_METHOD, self._board.publish)
@@ -244,45 +255,29 @@ class LspClient(Closing):
     def initialize(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
         """Run the handshake once: ``initialize``, ``initialized``, then the settings.
 
-        Later calls (and calls from other threads meanwhile) return the first
-        answer, or raise the first failure: the protocol allows one
-        ``initialize`` per connection, so a failed handshake is not retried
-        (close the client and start a new one).
+        One handshake runs however many threads ask (and whichever call
+        needs it first), on a thread of its own; each caller waits for it no
+        longer than its own ``timeout``, and the handshake goes on for the
+        others: a caller that gave up may simply call again.  ``initialize``
+        is never withdrawn (the protocol allows one per connection), so a
+        handshake that *failed* (the server refused, or went away) is not
+        retried: close the client and start a new one.
 
         Args:
-            timeout: seconds to wait for the server's answer (or, on another
-                thread, for the handshake in progress).
+            timeout: seconds to wait for the handshake (by default the
+                client's ``default_timeout``; ``None`` waits forever).
 
         Returns:
             The server's ``initialize`` result (``capabilities``, ``serverInfo``).
 
         Raises:
-            RequestTimeout: no answer within ``timeout``.
+            RequestTimeout: the handshake was not done within ``timeout`` (it goes on).
             TransportClosed: the server is gone (or the client closed).
             JsonRpcError: the server refused ``initialize``.
         """
-        resolved = self._resolve(timeout)
-        with self._lock:
-            handshake = self._handshake
-            mine = handshake is None
-            if handshake is None:
-                if self._close_started:
-                    raise TransportClosed("LspClient closed")
-                handshake = self._handshake = Future()
-        if mine:
-            try:
-                result = self._run_handshake(resolved)
-            except BaseException as exc:
-                handshake.set_exception(exc)
-                raise
-            handshake.set_result(result)
-            return result
-        try:
-            return handshake.result(timeout=resolved)
-        except FutureTimeout:
-            raise RequestTimeout("initialize", None, resolved, "another thread's handshake is still running") from None
+        return self._handshake.join(self._deadline(timeout))
 
-    def _run_handshake(self, timeout: Optional[float]) -> Dict[str, Any]:
+    def _initialize_params(self) -> Dict[str, Any]:
         params: Dict[str, Any] = {
             "processId": os.getpid(),
             "clientInfo": self._client_info,
@@ -297,20 +292,17 @@ class LspClient(Closing):
                 pass
         if self._initialization_options is not None:
             params["initializationOptions"] = self._initialization_options
-        answer = self._rpc.call("initialize", params, timeout=timeout)
-        result: Dict[str, Any] = answer if isinstance(answer, dict) else {}
+        return params
+
+    def _settings_to_send(self) -> Optional[Dict[str, Any]]:
+        return self._server.settings if self._has_settings else None
+
+    def _initialized(self, result: Dict[str, Any]) -> None:
+        """The server answered ``initialize`` (on the handshake's thread): read what it chose."""
         capabilities = result.get("capabilities")
         server_capabilities: Dict[str, Any] = capabilities if isinstance(capabilities, dict) else {}
         self._encoding = negotiated_encoding(server_capabilities, self._offered)
         self._sync = sync_options(server_capabilities)
-        self._rpc.notify("initialized", {}, timeout=INITIALIZED_SEND_TIMEOUT_S)
-        if self._has_settings:
-            self._rpc.notify(
-                "workspace/didChangeConfiguration",
-                {"settings": self._server.settings},
-                timeout=INITIALIZED_SEND_TIMEOUT_S,
-            )
-        return result
 
     def _on_enter(self) -> None:
         """Entering ``with``: run the handshake (the client is closed if it fails); leaving closes it."""
@@ -331,17 +323,17 @@ class LspClient(Closing):
         with self._lock:
             first = not self._close_started
             self._close_started = True
-            handshake = self._handshake
         if not first:
             self._closed.wait(CLOSE_BOUND_S)
             return
         try:
-            if _succeeded(handshake) and not self._rpc.closed and self._say_goodbye():
+            if self._handshake.succeeded() and not self._rpc.closed and self._say_goodbye():
                 self._reclaim_after_exit()
         finally:
             try:
-                self._rpc.close()
+                self._rpc.close()  # fails an initialize still pending: the handshake's thread ends
             finally:
+                self._handshake.close()
                 self._board.close(TransportClosed("LspClient closed"))
                 self._closed.set()
 
@@ -391,8 +383,7 @@ class LspClient(Closing):
     @property
     def initialize_result(self) -> Dict[str, Any]:
         """The server's ``initialize`` result (``{}`` before the handshake finished)."""
-        handshake = self._handshake
-        return handshake.result() if _succeeded(handshake) else {}  # type: ignore[union-attr]
+        return self._handshake.result()
 
     @property
     def server_capabilities(self) -> Dict[str, Any]:
@@ -431,13 +422,21 @@ class LspClient(Closing):
     def set_settings(self, settings: Mapping[str, Any], *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
         """Replace the settings and tell the server (``workspace/didChangeConfiguration``).
 
+        ``timeout`` bounds the whole call: the handshake if it has not run, then the send.
+
         Raises:
             TransportClosed: the server is gone.
-            RequestTimeout: as any call, for the handshake if it has not run.
+            RequestTimeout: as any call.
         """
         self._server.set_settings(settings)
-        self._ready(timeout)
-        self._rpc.notify("workspace/didChangeConfiguration", {"settings": self._server.settings}, timeout=timeout)
+        deadline = self._deadline(timeout)
+        self._handshake.ready(deadline)
+        try:
+            self._rpc.notify(
+                "workspace/didChangeConfiguration", {"settings": self._server.settings}, timeout=deadline.remaining()
+            )
+        except RequestTimeout as exc:
+            raise whole(exc, deadline) from None
 
     # -- plain JSON-RPC -----------------------------------------------------------------------
 
@@ -445,16 +444,19 @@ class LspClient(Closing):
         """Send a request after the handshake and return a future for its result.
 
         As :meth:`JsonRpcClient.request <jsonrpc_threads.client.JsonRpcClient.request>`
-        (``future.cancel()`` sends ``$/cancelRequest``); the handshake runs
-        first if it has not (bounded by ``timeout``).
+        (``future.cancel()`` sends ``$/cancelRequest``).  ``timeout`` bounds
+        the whole call: the handshake, when it has not run, blocks this call
+        within it, and the request's life is what is left.
         """
-        self._ready(timeout)
-        return self._rpc.request(method, params, timeout=timeout)
+        deadline = self._deadline(timeout)
+        waited = self._handshake.ready(deadline)
+        return self._rpc.request(method, params, timeout=deadline.remaining() if waited else deadline.timeout)
 
     def call(self, method: str, params: Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Any:
         """Send a request after the handshake and block until its result, or its timeout.
 
-        As :meth:`JsonRpcClient.call <jsonrpc_threads.client.JsonRpcClient.call>`.
+        As :meth:`JsonRpcClient.call <jsonrpc_threads.client.JsonRpcClient.call>`;
+        ``timeout`` bounds the whole call, the handshake if it has not run included.
 
         Raises:
             RequestTimeout: no answer within ``timeout`` (``$/cancelRequest`` was sent).
@@ -462,399 +464,30 @@ class LspClient(Closing):
             TransportClosed: the server is gone.
             JsonRpcError: any other error answer.
         """
-        self._ready(timeout)
-        return self._rpc.call(method, params, timeout=timeout)
+        deadline = self._deadline(timeout)
+        self._handshake.ready(deadline)
+        return call_within(self._rpc, method, params, deadline)
 
     def notify(self, method: str, params: Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
         """Send a notification after the handshake.
 
         As :meth:`JsonRpcClient.notify <jsonrpc_threads.client.JsonRpcClient.notify>`.
         For documents, use :meth:`open`, :meth:`change` and :meth:`close_document`,
-        which keep their versions.
+        which keep their versions.  ``timeout`` bounds the whole call, the
+        handshake if it has not run included.
         """
-        self._ready(timeout)
-        self._rpc.notify(method, params, timeout=timeout)
-
-    # -- documents ----------------------------------------------------------------------------
-
-    def open(
-        self,
-        path_or_uri: PathOrUri,
-        text: Optional[str] = None,
-        language_id: Optional[str] = None,
-        *,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-    ) -> str:
-        """Open a document on the server (``textDocument/didOpen``).
-
-        Its version is 1, or for a document this client closed before, one more
-        than the last version it sent for that URI: a version never repeats, so
-        a late publication about the old text never passes for the new one.
-
-        Args:
-            path_or_uri: a local path or a URI.
-            text: the content; by default the file's, read as UTF-8.
-            language_id: by default from the suffix (``.py``: ``python``; see
-                :data:`~jsonrpc_threads.lsp.documents.LANGUAGE_IDS`).
-            timeout: for the handshake if it has not run, and the send.
-
-        Returns:
-            The document's URI (what the other methods take).
-
-        Raises:
-            ValueError: the document is open already, or ``text`` is missing
-                for a URI that is not a ``file:`` URI.
-            OSError: the file cannot be read.
-            TransportClosed, RequestTimeout: as any call.
-        """
-        uri = as_uri(path_or_uri)
-        if text is None:
-            text = uri_to_path(uri).read_text(encoding="utf-8")
-        language = language_id or language_id_for(uri)
-        resolved = self._resolve(timeout)
-        self._ready(resolved)
-        document, ticket = self._documents.open(uri, text, language)
-        version = document.version
-        params = {"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}}
+        deadline = self._deadline(timeout)
+        self._handshake.ready(deadline)
         try:
-            self._send_document(ticket, resolved, "textDocument/didOpen", params, self._sync.open_close, version)
-        except BaseException:
-            self._documents.discard(uri)
-            raise
-        return uri
-
-    def change(self, uri: PathOrUri, text: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> int:
-        """Replace an open document's text (``textDocument/didChange``, the whole text).
-
-        Thread-safe: concurrent changes get consecutive versions and reach the
-        server in version order.
-
-        Returns:
-            The document's new version.
-
-        Raises:
-            ValueError: the document is not open.
-            TransportClosed, RequestTimeout: as any call.
-        """
-        resolved = self._resolve(timeout)
-        self._ready(resolved)
-        document, ticket = self._documents.change(as_uri(uri), text)
-        params = {
-            "textDocument": {"uri": document.uri, "version": document.version},
-            "contentChanges": [{"text": text}],
-        }
-        send = self._sync.change != SYNC_NONE
-        self._send_document(ticket, resolved, "textDocument/didChange", params, send, document.version)
-        return document.version
-
-    def close_document(self, uri: PathOrUri, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
-        """Close an open document (``textDocument/didClose``); the server reads it from disk again.
-
-        Raises:
-            ValueError: the document is not open.
-            TransportClosed, RequestTimeout: as any call.
-        """
-        resolved = self._resolve(timeout)
-        self._ready(resolved)
-        document, ticket = self._documents.close(as_uri(uri))
-        params = {"textDocument": {"uri": document.uri}}
-        self._send_document(ticket, resolved, "textDocument/didClose", params, self._sync.open_close, None)
-
-    def document_text(self, uri: PathOrUri) -> Optional[str]:
-        """The text of an open document as the server was told it, or ``None`` when it is not open."""
-        document = self._documents.get(as_uri(uri))
-        return document.text if document is not None else None
-
-    def document_version(self, uri: PathOrUri) -> Optional[int]:
-        """The version of an open document, or ``None`` when it is not open."""
-        document = self._documents.get(as_uri(uri))
-        return document.version if document is not None else None
-
-    def _send_document(
-        self,
-        ticket: int,
-        timeout: Optional[float],
-        method: str,
-        params: Dict[str, Any],
-        send: bool,
-        version: Optional[int],
-    ) -> None:
-        """Send a document notification in its turn (see :mod:`._ordering`)."""
-        order = self._documents.order
-        deadline = deadline_after(timeout)
-        if not order.wait_turn(ticket, deadline):
-            raise RequestTimeout(method, None, timeout, "earlier document notifications were still being sent")
-        try:
-            uri = params["textDocument"]["uri"]
-            if version is None:
-                self._board.forget(uri)
-            else:
-                self._board.expect(uri, version)
-            if send:
-                self._rpc.notify(method, params, timeout=time_left(deadline))
-            else:
-                logger.debug("%s not sent: the server's textDocumentSync asks for none", method)
-        finally:
-            order.done(ticket)
-
-    def diagnostics(self, uri: PathOrUri, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
-        """The server's diagnostics for the document's current version, once it published them.
-
-        For a document opened here: waits for the ``publishDiagnostics`` of
-        the version last sent (returns at once when it already arrived).  For
-        any other document: the latest published, or the next.
-
-        Args:
-            uri: the document (a URI or a local path).
-            timeout: seconds to wait; by default the client's ``default_timeout``.
-
-        Returns:
-            The diagnostics, as the server sent them (possibly empty).
-
-        Raises:
-            RequestTimeout: nothing was published in time (its ``hint`` says for which version).
-            TransportClosed: the server went away first.
-        """
-        resolved = self._resolve(timeout)
-        deadline = deadline_after(resolved)
-        self._ready(resolved)
-        return self._board.wait(as_uri(uri), resolved, deadline)
-
-    # -- positions ------------------------------------------------------------------------------
-
-    def position_at(self, uri: PathOrUri, offset: int) -> Tuple[int, int]:
-        """The position, in the negotiated encoding, of a Python string offset into a document.
-
-        The text is the open document's (as the server was told it), else the
-        file's on disk.  Example: ``lsp.position_at(uri, text.index("greet"))``.
-
-        Returns:
-            ``(line, character)``, what :meth:`definition` and the others take.
-
-        Raises:
-            ValueError: an offset outside the text.
-            OSError: the document is not open and its file cannot be read.
-        """
-        return position_from_offset(self._text_of(as_uri(uri)), offset, self._encoding)
-
-    def offset_at(self, uri: PathOrUri, line: int, character: int) -> int:
-        """The Python string offset of a position (in the negotiated encoding) in a document.
-
-        Raises:
-            ValueError: a negative line or character.
-            OSError: the document is not open and its file cannot be read.
-        """
-        return offset_from_position(self._text_of(as_uri(uri)), line, character, self._encoding)
-
-    def _text_of(self, uri: str) -> str:
-        document = self._documents.get(uri)
-        if document is not None:
-            return document.text
-        return uri_to_path(uri).read_text(encoding="utf-8")
-
-    # -- requests ---------------------------------------------------------------------------------
-
-    def definition(
-        self,
-        uri: PathOrUri,
-        line: int,
-        character: int,
-        *,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        on_progress: Optional[ProgressCallback] = None,
-    ) -> Any:
-        """``textDocument/definition``: where the symbol at the position is defined.
-
-        Returns:
-            A ``Location``, a list of ``Location`` or ``LocationLink``, or ``None``.
-
-        Raises: as :meth:`call`; ``ValueError``/``TypeError`` for a bad position.
-        """
-        return self._at(uri, line, character, "textDocument/definition", {}, timeout, on_progress, partial=True)
-
-    def references(
-        self,
-        uri: PathOrUri,
-        line: int,
-        character: int,
-        *,
-        include_declaration: bool = True,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        on_progress: Optional[ProgressCallback] = None,
-    ) -> Any:
-        """``textDocument/references``: every use of the symbol at the position.
-
-        Returns:
-            A list of ``Location`` (partial results the server streamed
-            included), or ``None``.
-
-        Raises: as :meth:`call`.
-        """
-        context = {"context": {"includeDeclaration": include_declaration}}
-        return self._at(uri, line, character, "textDocument/references", context, timeout, on_progress, partial=True)
-
-    def hover(
-        self,
-        uri: PathOrUri,
-        line: int,
-        character: int,
-        *,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        on_progress: Optional[ProgressCallback] = None,
-    ) -> Any:
-        """``textDocument/hover``: what the symbol at the position is.
-
-        Returns:
-            A ``Hover`` (``contents``, maybe ``range``), or ``None``.
-
-        Raises: as :meth:`call`.
-        """
-        return self._at(uri, line, character, "textDocument/hover", {}, timeout, on_progress, partial=False)
-
-    def completion(
-        self,
-        uri: PathOrUri,
-        line: int,
-        character: int,
-        *,
-        trigger_character: Optional[str] = None,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        on_progress: Optional[ProgressCallback] = None,
-    ) -> Any:
-        """``textDocument/completion`` at the position (invoked, or after ``trigger_character``).
-
-        Returns:
-            A ``CompletionList`` (``items``, ``isIncomplete``), a list of
-            ``CompletionItem``, or ``None``.
-
-        Raises: as :meth:`call`.
-        """
-        if trigger_character is None:
-            context: Dict[str, Any] = {"triggerKind": 1}
-        else:
-            context = {"triggerKind": 2, "triggerCharacter": trigger_character}
-        extra = {"context": context}
-        return self._at(uri, line, character, "textDocument/completion", extra, timeout, on_progress, partial=False)
-
-    def document_symbols(
-        self,
-        uri: PathOrUri,
-        *,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        on_progress: Optional[ProgressCallback] = None,
-    ) -> Any:
-        """``textDocument/documentSymbol``: the symbols of a document.
-
-        Returns:
-            A list of ``DocumentSymbol`` (a tree: ``children``) or of
-            ``SymbolInformation``, or ``None``.
-
-        Raises: as :meth:`call`.
-        """
-        params = {"textDocument": {"uri": as_uri(uri)}}
-        return self._request("textDocument/documentSymbol", params, timeout, on_progress, partial=True)
-
-    def workspace_symbols(
-        self,
-        query: str,
-        *,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        on_progress: Optional[ProgressCallback] = None,
-    ) -> Any:
-        """``workspace/symbol``: the workspace's symbols matching ``query`` (``""``: all).
-
-        Returns:
-            A list of ``SymbolInformation`` or ``WorkspaceSymbol``, or ``None``.
-
-        Raises: as :meth:`call` (``RemoteMethodNotFound`` from a server without it).
-        """
-        return self._request("workspace/symbol", {"query": query}, timeout, on_progress, partial=True)
-
-    def rename(
-        self,
-        uri: PathOrUri,
-        line: int,
-        character: int,
-        new_name: str,
-        *,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        on_progress: Optional[ProgressCallback] = None,
-    ) -> Any:
-        """``textDocument/rename``: the edits that rename the symbol at the position.
-
-        The edits are returned, not applied: nothing on disk or in the open
-        documents changes.
-
-        Returns:
-            A ``WorkspaceEdit`` (``changes`` by URI, or ``documentChanges``), or ``None``.
-
-        Raises: as :meth:`call`.
-        """
-        extra = {"newName": new_name}
-        return self._at(uri, line, character, "textDocument/rename", extra, timeout, on_progress, partial=False)
-
-    def _at(
-        self,
-        uri: PathOrUri,
-        line: int,
-        character: int,
-        method: str,
-        extra: Dict[str, Any],
-        timeout: Timeout,
-        on_progress: Optional[ProgressCallback],
-        *,
-        partial: bool,
-    ) -> Any:
-        params = {"textDocument": {"uri": as_uri(uri)}, "position": _position(line, character), **extra}
-        return self._request(method, params, timeout, on_progress, partial=partial)
-
-    def _request(
-        self,
-        method: str,
-        params: Dict[str, Any],
-        timeout: Timeout,
-        on_progress: Optional[ProgressCallback],
-        *,
-        partial: bool,
-    ) -> Any:
-        resolved = self._resolve(timeout)
-        self._ready(resolved)
-        if on_progress is None:
-            return self._rpc.call(method, params, timeout=resolved)
-        tokens = self._progress.open(on_progress, partial=partial)
-        try:
-            result = self._rpc.call(method, {**params, **tokens.params()}, timeout=resolved)
-            return join_results(result, tokens.partial_results())
-        finally:
-            self._progress.close(tokens)
+            self._rpc.notify(method, params, timeout=deadline.remaining())
+        except RequestTimeout as exc:
+            raise whole(exc, deadline) from None
 
     # -- internals ----------------------------------------------------------------------------------
 
-    def _resolve(self, timeout: Timeout) -> Optional[float]:
-        if isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
-            return self._rpc.default_timeout
-        return check_timeout(timeout)
-
-    def _ready(self, timeout: Timeout) -> None:
-        if not _succeeded(self._handshake):
-            self.initialize(timeout=timeout)
-
     def __repr__(self) -> str:
-        state = "closed" if self.closed else "initialized" if _succeeded(self._handshake) else "new"
+        state = "closed" if self.closed else "initialized" if self._handshake.succeeded() else "new"
         return f"<LspClient {self._rpc.transport!r} {state}>"
-
-
-def _succeeded(handshake: Optional[Future[Dict[str, Any]]]) -> bool:
-    return handshake is not None and handshake.done() and not handshake.cancelled() and handshake.exception() is None
-
-
-def _position(line: int, character: int) -> Dict[str, int]:
-    for name, value in (("line", line), ("character", character)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-        if value < 0:
-            raise ValueError(f"{name} must be >= 0, not {value}")
-    return {"line": line, "character": character}
 
 
 def _folder_name(uri: str) -> str:

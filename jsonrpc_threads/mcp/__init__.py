@@ -1,6 +1,7 @@
 """The Model Context Protocol on top of :class:`jsonrpc_threads.JsonRpcClient`."""
 
 from .errors import ProtocolVersionError
+from .listing import Listing
 from .registry import ToolRegistry
 from .session import McpClient
 from .tasks import TaskFuture
@@ -10,6 +11,7 @@ __all__ = [
     "LATEST_PROTOCOL_VERSION",
     "LATEST_SESSION_PROTOCOL_VERSION",
     "SUPPORTED_PROTOCOL_VERSIONS",
+    "Listing",
     "McpClient",
     "ProtocolVersionError",
     "TaskFuture",

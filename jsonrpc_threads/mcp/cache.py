@@ -9,7 +9,15 @@ copy of it until ``ttlMs`` has passed since it was received.  Each page of a
 paginated list is its own entry (its cursor is part of the key).  A result of
 a multi round-trip retry (``inputResponses``/``requestState``) is never kept:
 it depends on more than the key.  A list-changed or resource-updated
-notification makes the entries it concerns stale at once.
+notification makes the entries it concerns stale at once.  A result handed
+out from the cache carries the ``ttlMs`` left of it, not the one it came with
+(as an HTTP cache's ``Age`` does), so whoever reads it knows how fresh it is.
+
+A paginated list is as fresh as its stalest page: :func:`page_ttl_ms` reads
+one page's hint, and once every page is in, :meth:`ResultCache.hold_list`
+makes the pages of that list expire together, when the first of them does
+(an absent ``ttlMs`` counts as 0, as the specification says: a list with one
+such page is fetched whole again the next time).
 
 One cache belongs to one client, and so to one authorization context: a
 ``"private"`` result is never shared beyond it; ``"public"`` changes nothing here.
@@ -26,6 +34,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
+from .._deadlines import is_nan
 from .protocol import CACHEABLE_METHODS, RESULT_COMPLETE
 
 #: Entries kept at most (the oldest go first).
@@ -70,11 +79,14 @@ class ResultCache:
             entry = self._entries.get(key)
             if entry is None:
                 return None
-            if self._clock() >= entry[0]:
+            left = entry[0] - self._clock()
+            if left <= 0:
                 del self._entries[key]
                 return None
             result = entry[1]
-        return copy.deepcopy(result)
+        fresh = copy.deepcopy(result)
+        fresh["ttlMs"] = int(left * 1000.0)
+        return fresh
 
     def put(self, method: str, params: Optional[Mapping[str, Any]], result: Any) -> None:
         """Keep ``result`` when its method is cacheable, it is complete, and its ``ttlMs`` is positive."""
@@ -96,6 +108,17 @@ class ResultCache:
             while len(self._entries) > self._max_entries:
                 del self._entries[next(iter(self._entries))]
 
+    def hold_list(self, method: str, fresh_for: float) -> None:
+        """The pages of ``method``'s list expire within ``fresh_for`` seconds (at once for 0): all together."""
+        until = self._clock() + fresh_for
+        with self._lock:
+            for key in [key for key in self._entries if key[0] == method]:
+                expiry, result = self._entries[key]
+                if fresh_for <= 0:
+                    del self._entries[key]
+                elif until < expiry:
+                    self._entries[key] = (until, result)
+
     def invalidate(self, methods: Iterable[str], uri: Optional[str] = None) -> None:
         """Make the entries of ``methods`` stale (only those for ``uri``, when given)."""
         wanted = frozenset(methods)
@@ -112,6 +135,19 @@ class ResultCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+def page_ttl_ms(page: Mapping[str, Any], *, stateless: bool) -> Optional[float]:
+    """A result's ``ttlMs``: how many milliseconds it stays fresh (0: stale at once).
+
+    In the stateless era an absent or invalid ``ttlMs`` counts as 0, as the
+    specification says; in the session era, which has no caching hints,
+    ``None`` (no hint: the list is fresh until its server says it changed).
+    """
+    ttl = page.get("ttlMs")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or is_nan(ttl) or ttl < 0:
+        return 0.0 if stateless else None
+    return float(ttl)
 
 
 def stale_then(
@@ -142,4 +178,4 @@ def stale_resource_then(
     return updated
 
 
-__all__ = ["MAX_ENTRIES", "ResultCache", "stale_resource_then", "stale_then"]
+__all__ = ["MAX_ENTRIES", "ResultCache", "page_ttl_ms", "stale_resource_then", "stale_then"]

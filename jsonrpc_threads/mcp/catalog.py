@@ -16,21 +16,19 @@ Thread-safety: every method may be called from any thread.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Union, cast
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union, cast
 
 from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout
-from ..errors import INVALID_REQUEST, JsonRpcError
 from . import protocol, skills
+from .cache import ResultCache
 from .connection import McpConnection
 from .leases import Leases
+from .listing import LISTS, MAX_PAGES, Listing, fetch_list
 from .subscriptions import ListenFilter, Subscriptions
-from .types import CompleteResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate
+from .types import CompleteResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 
 logger = logging.getLogger(__name__)
-
-#: Upper bound on pages followed by one ``list_*`` call (a server that never
-#: stops paginating is a bug, not a reason to loop forever).
-MAX_PAGES = 10_000
 
 
 class CatalogCalls:
@@ -44,17 +42,18 @@ class CatalogCalls:
     default_timeout: Optional[float]
     leases: Leases
     _connection: McpConnection
+    _cache: Optional[ResultCache]
     _filter: ListenFilter
     _subscriptions: Subscriptions
     _listen: bool
 
     def list_resources(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Resource]:
         """Every resource of the server, through all pages (``timeout`` bounds them all)."""
-        return cast(List[Resource], self._paginate("resources/list", "resources", timeout))
+        return cast(List[Resource], self._paginate("resources/list", timeout))
 
     def list_resource_templates(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[ResourceTemplate]:
         """Every resource template of the server, through all pages (``timeout`` bounds them all)."""
-        return cast(List[ResourceTemplate], self._paginate("resources/templates/list", "resourceTemplates", timeout))
+        return cast(List[ResourceTemplate], self._paginate("resources/templates/list", timeout))
 
     def read_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> ReadResourceResult:
         """Read one resource: ``{"contents": [...]}``."""
@@ -75,7 +74,7 @@ class CatalogCalls:
 
     def list_prompts(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Prompt]:
         """Every prompt of the server, through all pages (``timeout`` bounds them all)."""
-        return cast(List[Prompt], self._paginate("prompts/list", "prompts", timeout))
+        return cast(List[Prompt], self._paginate("prompts/list", timeout))
 
     def get_prompt(
         self, name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = DEFAULT_TIMEOUT
@@ -83,7 +82,7 @@ class CatalogCalls:
         """Render a prompt with its arguments."""
         params: Dict[str, Any] = {"name": name}
         if arguments:
-            params["arguments"] = dict(arguments)
+            params["arguments"] = protocol.arguments_object(arguments)
         return cast(GetPromptResult, self._call("prompts/get", params, timeout))
 
     def complete(
@@ -107,27 +106,54 @@ class CatalogCalls:
             params["context"] = dict(context)
         return cast(CompleteResult, self._call("completion/complete", params, timeout))
 
-    def list_skills(self, *, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
-        """The skill entries of a server with the skills extension (``skills/list``); no file is read.
+    def list_skills(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
+        """The skill entries of a server with the skills extension (``skills/list``, every page); no file is read.
 
-        See :mod:`jsonrpc_threads.mcp.skills`.
+        ``timeout`` bounds every page; ``None`` waits forever.  See :mod:`jsonrpc_threads.mcp.skills`.
         """
         return skills.list_skills(self, timeout=timeout)
 
-    def get_skill(self, uri: str, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def get_skill(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
         """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``)."""
         return skills.get_skill(self, uri, timeout=timeout)
 
     def load_skill(
-        self, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Optional[float] = None
+        self, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Timeout = DEFAULT_TIMEOUT
     ) -> skills.LoadedSkill:
         """Read a skill's ``SKILL.md``, verified (size, digest, frontmatter) against its entry.
+
+        ``timeout`` bounds the whole load: ``skills/get`` (given a URI), then
+        ``resources/read``; ``None`` waits forever.
 
         Raises:
             SkillVerificationError: the content does not match the entry (it is not used).
             ImportError: PyYAML (the ``skills`` extra) is missing.
         """
         return skills.load_skill(self, entry_or_uri, timeout=timeout)
+
+    def listing(self, method: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Listing:
+        """A whole list (every page, ``timeout`` bounding them all), and how long the server says it stays fresh.
+
+        What ``list_tools()`` and the other ``list_*`` calls return is its
+        ``items``; its ``ttl_ms``, ``expires_at`` and ``stale`` tell when to
+        ask again: the smallest ``ttlMs`` of the pages (MCP 2026-07-28; in that
+        era a page without one is stale at once), or no hint (``None``) from
+        a server of the session era.
+
+        Args:
+            method: ``"tools/list"``, ``"prompts/list"``, ``"resources/list"``,
+                ``"resources/templates/list"`` or ``"skills/list"``.
+
+        Raises:
+            ValueError: another method.
+            ProtocolError: a malformed page (it names the server, the page and the field).
+            RequestTimeout, JsonRpcError: as any request.
+        """
+        if method not in LISTS:
+            raise ValueError(f"{method!r} is not a list this client follows (one of: {', '.join(LISTS)})")
+        deadline = self._deadline(timeout)
+        with self.leases:
+            return self._listing(method, deadline)
 
     def request(
         self, method: str, params: Optional[Mapping[str, Any]] = None, *, timeout: Timeout = DEFAULT_TIMEOUT
@@ -156,29 +182,26 @@ class CatalogCalls:
         with self.leases:
             return self._connection.request(method, params, deadline)
 
-    def _paginate(self, method: str, key: str, timeout: Timeout) -> List[Dict[str, Any]]:
+    def _paginate(self, method: str, timeout: Timeout) -> List[Dict[str, Any]]:
         deadline = self._deadline(timeout)
         with self.leases:
-            return self._pages(method, key, deadline)
+            return self._listing(method, deadline).items
 
-    def _pages(self, method: str, key: str, deadline: Deadline) -> List[Dict[str, Any]]:
-        items: List[Dict[str, Any]] = []
-        cursor: Optional[str] = None
-        seen: Set[str] = set()
-        for _ in range(MAX_PAGES):
-            params = {"cursor": cursor} if cursor is not None else None
-            page = self._connection.request(method, params, deadline)
-            if not isinstance(page, dict):
-                raise JsonRpcError(INVALID_REQUEST, f"{method} answered with something that is not an object", page)
-            items.extend(page.get(key) or [])
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
-            if cursor in seen:
-                logger.warning("%s: the server repeated cursor %r; stopping", method, cursor)
-                break
-            seen.add(cursor)
-        return items
+    def _listing(self, method: str, deadline: Deadline) -> Listing:
+        """Every page of ``method``'s list within ``deadline``; the cached pages of it expire together."""
+        connection = self._connection
+
+        def stateless() -> bool:
+            return connection.handshake.era == protocol.MODE_STATELESS
+
+        listing = fetch_list(connection.request, method, deadline, server=connection.label, stateless=stateless)
+        if method == "tools/list" and stateless():
+            tools = connection.stateless.learn_tools(cast(List[Tool], listing.items))
+            listing = replace(listing, items=cast(List[Dict[str, Any]], tools))
+        fresh_for = listing.fresh_for()
+        if self._cache is not None and fresh_for is not None:
+            self._cache.hold_list(method, fresh_for)
+        return listing
 
     def _resources(self, method: str, change: Callable[[str], None], uri: str, timeout: Timeout) -> None:
         """(Un)subscribe: ``resources/(un)subscribe`` in the session era; the listen filter in the stateless era."""
@@ -194,4 +217,4 @@ class CatalogCalls:
                 self._subscriptions.listen(self._filter.filters(), wait=deadline.remaining())
 
 
-__all__ = ["MAX_PAGES", "CatalogCalls"]
+__all__ = ["MAX_PAGES", "CatalogCalls", "Listing"]

@@ -36,6 +36,11 @@ LOG_LEVELS = {
     "emergency": logging.CRITICAL,
 }
 
+#: The level a client with ``on_log`` asks for in the stateless era until
+#: ``set_logging_level()`` says otherwise: every line the server logs, as a
+#: server of the session era sends them before any ``logging/setLevel``.
+DEFAULT_LOG_LEVEL = "debug"
+
 #: The ``_meta`` key that tags the notifications of one ``subscriptions/listen`` (stateless era).
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
@@ -155,4 +160,4 @@ def _ignore_params(callback: Callable[[], None]) -> Callable[[Any], None]:
     return lambda params: callback()
 
 
-__all__ = ["LOG_LEVELS", "ClientFeatures", "Handler", "Roots", "server_logger"]
+__all__ = ["DEFAULT_LOG_LEVEL", "LOG_LEVELS", "ClientFeatures", "Handler", "Roots", "server_logger"]

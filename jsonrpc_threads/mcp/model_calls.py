@@ -70,7 +70,8 @@ class ModelToolCalls:
         """Every tool of every available server, in configuration order.
 
         Starts the servers not started yet (concurrently) and fetches again
-        the lists that changed, within ``startup_timeout`` in all.  A server
+        the lists that are stale (the server said they changed, or the
+        ``ttlMs`` it gave them passed), within ``startup_timeout`` in all.  A server
         that cannot start contributes no tools (see :attr:`errors`); one that
         restarts or idles keeps offering the tools it had.
         """
@@ -95,7 +96,8 @@ class ModelToolCalls:
         """The ``(server, tool)`` behind a namespaced name.
 
         Starts only the servers the name could belong to (by its prefix),
-        within ``timeout`` (by default the servers' call timeout).
+        and fetches their tool lists again when stale, within ``timeout``
+        (by default the servers' call timeout).
 
         Raises:
             UnknownTool: no server offers it.
@@ -197,7 +199,11 @@ class ModelToolCalls:
     def _resolve(self, name: str, deadline: Deadline) -> Tuple[ServerSupervisor, str]:
         hit = self._index.lookup(name)
         if hit is not None:
-            return hit
+            # A stale list (list_changed, or its ttlMs passed) is fetched again first: the name may have gone.
+            refresh_all([hit[0]], deadline, max_concurrency=self.max_concurrency)
+            hit = self._index.lookup(name)
+            if hit is not None:
+                return hit
         candidates = self._index.candidates(name)
         # Start the servers it could belong to; fetch again the lists already known
         # (a tool may have appeared without a list_changed notification).

@@ -96,6 +96,26 @@ def with_meta(params: Optional[Mapping[str, Any]], meta: Mapping[str, Any]) -> D
     return merged
 
 
+def arguments_object(arguments: Any, what: str = "arguments") -> Dict[str, Any]:
+    """A caller's tool (or prompt) arguments as the object the request carries (``{}`` for ``None``).
+
+    Raises:
+        TypeError: for anything but a mapping, saying what to pass instead; a
+            JSON string (a model's tool call carries its arguments as one) is
+            told to go through ``json.loads`` first.
+    """
+    if arguments is None:
+        return {}
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if isinstance(arguments, (str, bytes, bytearray)):
+        raise TypeError(
+            f"{what} must be a dict of the arguments, not a JSON string: pass json.loads(...) of it "
+            f"(a model's tool call carries its arguments as a JSON string; ToolRegistry.execute() takes the call as is)"
+        )
+    raise TypeError(f"{what} must be a dict of the arguments (or None), not {type(arguments).__name__}")
+
+
 def result_type(result: Any) -> str:
     """A result's ``resultType``; ``"complete"`` when it has none (servers of the session era).
 
@@ -187,6 +207,7 @@ __all__ = [
     "SKILLS_EXTENSION",
     "STATELESS_PROTOCOL_VERSIONS",
     "TASKS_EXTENSION",
+    "arguments_object",
     "choose_version",
     "discover_versions",
     "is_modern_error",

@@ -42,13 +42,12 @@ import functools
 import logging
 import os
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from .. import _fork
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
-from ..errors import JsonRpcError
-from ..observe import STAT_KEYS, WireMessage, add_stats
+from ..observe import WireMessage
 from ..transports.config import build_transport
 from .background import Background
 from .config import McpConfig, PathOrMapping, load_config
@@ -64,6 +63,8 @@ from .naming import (
     namespaced_name,
 )
 from .progress import ProgressCallback
+from .protocol import arguments_object
+from .registry_reports import ServerReports
 from .restarts import (
     DEFAULT_MAX_RESTART_BACKOFF_S,
     DEFAULT_MAX_RESTARTS,
@@ -103,7 +104,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_fork_lock)
 
 
-class ToolRegistry(Closing, ModelToolCalls):
+class ToolRegistry(Closing, ServerReports, ModelToolCalls):
     """The tools of many MCP servers, for a model; calls routed to the right server.
 
     Thread-safe: every method may be called from any number of threads at once.
@@ -224,15 +225,35 @@ class ToolRegistry(Closing, ModelToolCalls):
 
     @classmethod
     def from_config(
-        cls, path_or_mapping: PathOrMapping, *, environ: Optional[Mapping[str, str]] = None, **options: Any
+        cls,
+        path_or_mapping: PathOrMapping,
+        *,
+        environ: Optional[Mapping[str, str]] = None,
+        eager: bool = False,
+        default_timeout: Optional[float] = DEFAULT_CALL_TIMEOUT_S,
+        startup_timeout: Optional[float] = DEFAULT_STARTUP_TIMEOUT_S,
+        retry_failed_after: Optional[float] = DEFAULT_RETRY_FAILED_AFTER_S,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        client_info: Optional[Mapping[str, Any]] = None,
+        inherit_env: bool = False,
+        transport_factory: Optional[TransportFactory] = None,
+        on_tools_changed: Optional[Callable[[str], None]] = None,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        restart_window: float = DEFAULT_RESTART_WINDOW_S,
+        restart_backoff: float = DEFAULT_RESTART_BACKOFF_S,
+        max_restart_backoff: float = DEFAULT_MAX_RESTART_BACKOFF_S,
+        idle_timeout: Optional[float] = None,
+        health_interval: Optional[float] = None,
+        health_timeout: float = DEFAULT_HEALTH_TIMEOUT_S,
+        tracing: Any = False,
+        wire_trace: Optional[Callable[[str, WireMessage], object]] = None,
     ) -> ToolRegistry:
         """Build a registry from an ``mcpServers`` file (a path) or mapping.
 
         Args:
             path_or_mapping: the JSON file's path, or the parsed object.
             environ: where ``${VAR}`` comes from (``os.environ`` by default).
-            options: the keyword arguments of the class (``eager``,
-                ``default_timeout``, ``startup_timeout``, ...).
+            eager, default_timeout, ...: as the class takes them (see there).
 
         Returns:
             The registry; nothing is started unless ``eager``.
@@ -241,9 +262,29 @@ class ToolRegistry(Closing, ModelToolCalls):
             ConfigError: the file cannot be read or has no ``mcpServers``
                 object.  A bad *entry* raises nothing: that server is
                 unavailable, and :attr:`errors` says why.
-            TypeError: an option the class does not take.
+            ValueError, ImportError: as the class.
         """
-        return cls(load_config(path_or_mapping, environ=environ), **options)
+        return cls(
+            load_config(path_or_mapping, environ=environ),
+            eager=eager,
+            default_timeout=default_timeout,
+            startup_timeout=startup_timeout,
+            retry_failed_after=retry_failed_after,
+            max_concurrency=max_concurrency,
+            client_info=client_info,
+            inherit_env=inherit_env,
+            transport_factory=transport_factory,
+            on_tools_changed=on_tools_changed,
+            max_restarts=max_restarts,
+            restart_window=restart_window,
+            restart_backoff=restart_backoff,
+            max_restart_backoff=max_restart_backoff,
+            idle_timeout=idle_timeout,
+            health_interval=health_interval,
+            health_timeout=health_timeout,
+            tracing=tracing,
+            wire_trace=wire_trace,
+        )
 
     # -- settings (read by every server on its next start or call) ----------------------
 
@@ -275,74 +316,6 @@ class ToolRegistry(Closing, ModelToolCalls):
         self._settings.retry_failed_after = value
 
     # -- servers ------------------------------------------------------------------------
-
-    @property
-    def servers(self) -> List[str]:
-        """Every configured server's name (usable or not), in configuration order."""
-        return list(self._servers)
-
-    @property
-    def errors(self) -> Dict[str, str]:
-        """``{server: why it is unavailable}`` (one line) for bad entries and failed starts."""
-        return {name: str(error) for name, error in self.failures.items()}
-
-    @property
-    def failures(self) -> Dict[str, JsonRpcError]:
-        """``{server: exception}`` for bad entries (:class:`ConfigError`) and failed starts
-        (:class:`ServerUnavailable`), in configuration order."""
-        failures: Dict[str, JsonRpcError] = {}
-        for name, server in self._servers.items():
-            error = server.failure()
-            if error is not None:
-                failures[name] = error
-        return failures
-
-    def started(self, server: str) -> bool:
-        """True when ``server`` has a running session (it was used, or started eagerly).
-
-        Raises:
-            UnknownServer: the name is not in the configuration.
-        """
-        self._check_fork()
-        return self._server(server).started()
-
-    def status(self) -> Dict[str, Dict[str, Any]]:
-        """Each server's state, for a health endpoint (starts nothing, never blocks on a server).
-
-        Returns:
-            ``{server: {"state", "pid", "restarts", "last_error"}}`` in
-            configuration order.  ``state`` is ``"idle"`` (not started, or
-            closed after ``idle_timeout``), ``"starting"``, ``"running"``,
-            ``"restarting"`` (it stopped; back after a backoff) or ``"failed"``
-            (a bad entry, a failed start, or too many restarts: see
-            ``retry_failed_after``); ``pid`` is the server process's (stdio,
-            while it runs or starts), else ``None``; ``restarts`` counts the
-            restarts since the registry was made (or forked); ``last_error``
-            is one line on the last failure or stop (exit code and the last
-            line of stderr included), else ``None``.
-        """
-        self._check_fork()
-        return {name: server.status() for name, server in self._servers.items()}
-
-    def stats(self) -> Dict[str, Dict[str, int]]:
-        """Each server's counters, and their sum under ``"*"`` (cheap; starts nothing).
-
-        Returns:
-            ``{server: {"calls", "errors", "timeouts", "cancels", "pending",
-            "restarts"}, ..., "*": {...}}``: the requests sent to the server
-            over all its sessions (``initialize``, ``tools/list`` and health
-            pings included) as ``McpClient.stats()`` counts them (the
-            ``server/discover`` probe that only told the era is no error), and
-            its restarts.
-        """
-        self._check_fork()
-        result: Dict[str, Dict[str, int]] = {}
-        total: Dict[str, int] = dict.fromkeys((*STAT_KEYS, "restarts"), 0)
-        for name, server in self._servers.items():
-            result[name] = server.stats()
-            add_stats(total, result[name])
-        result["*"] = total
-        return result
 
     def start(self, servers: Optional[Sequence[str]] = None) -> Dict[str, str]:
         """Start the servers (all by default) that are not running, concurrently, and list their tools.
@@ -400,7 +373,9 @@ class ToolRegistry(Closing, ModelToolCalls):
         Args:
             server: the server's name in the configuration.
             tool: the tool's name as the server spells it.
-            arguments: the tool's arguments.
+            arguments: the tool's arguments, a dict; a model's arguments arrive
+                as a JSON string: ``json.loads`` it first, or hand the model's
+                whole tool call to :meth:`execute`, which does.
             timeout: seconds for the whole call (a wait for the server to start
                 or restart, and a fetch of its tools, included); by default the
                 server's ``timeout``, else the registry's ``default_timeout``;
@@ -411,16 +386,18 @@ class ToolRegistry(Closing, ModelToolCalls):
             The ``tools/call`` result (``isError: true`` is returned, not raised).
 
         Raises:
+            TypeError: ``arguments`` is not a dict (a JSON string, say); nothing is started or sent.
             UnknownServer, UnknownTool, ConfigError, ServerUnavailable: before
                 anything is sent.
             RequestTimeout, TransportClosed, JsonRpcError: as
                 :meth:`McpClient.call_tool`.
         """
         self._check_fork()
+        checked = arguments_object(arguments)
         supervisor = self._server(server)
         deadline = Deadline.after(timeout, supervisor.call_timeout())
         supervisor.ensure_tool(tool, deadline)
-        return supervisor.call_tool(tool, arguments, deadline, on_progress)
+        return supervisor.call_tool(tool, checked, deadline, on_progress)
 
     def close(self) -> None:
         """Close every session this registry started (and reclaim their processes).
@@ -455,12 +432,6 @@ class ToolRegistry(Closing, ModelToolCalls):
                 server.after_fork()
             logger.info("forked: the parent's MCP sessions are let go of; servers start again on use")
             self._made_in = _fork.generation
-
-    def _server(self, name: str) -> ServerSupervisor:
-        server = self._servers.get(name)
-        if server is None:
-            raise UnknownServer(name, list(self._servers))
-        return server
 
     def _rebuild_names(self) -> None:
         # Called by a supervisor whose tool list changed (it holds no lock).

@@ -81,6 +81,10 @@ class McpClient(Closing, CatalogCalls):
             ``default`` for are filled in with that default.
         on_log: ``callback(params)`` for the server's ``notifications/message``;
             by default they go to the ``jsonrpc_threads.mcp.server_log`` logger.
+            In the stateless era, where a server logs only when a request asks
+            for it, a client with ``on_log`` asks for every level
+            (``"debug"``, :data:`~jsonrpc_threads.mcp.client_features.DEFAULT_LOG_LEVEL`)
+            until :meth:`set_logging_level` says otherwise.
         default_timeout: seconds a call may take (the handshake it may trigger
             included) unless the call says otherwise; ``None`` waits forever.
         on_tools_changed, on_resources_changed, on_prompts_changed: called (with
@@ -295,7 +299,12 @@ class McpClient(Closing, CatalogCalls):
 
         In the stateless era over HTTP, a tool whose ``x-mcp-header``
         annotations are invalid is left out (with a warning in the log), as
-        the 2026-07-28 transport requires.
+        the 2026-07-28 transport requires.  :meth:`listing` returns the same
+        tools with how long the server says they stay fresh.
+
+        Raises:
+            ProtocolError: a malformed page (it names the server, the page and the field).
+            RequestTimeout, JsonRpcError: as any request.
         """
         with self.leases:
             return self._list_tools(self._deadline(timeout))
@@ -322,7 +331,8 @@ class McpClient(Closing, CatalogCalls):
 
         Args:
             name: the tool's name, as the server spells it.
-            arguments: the tool's arguments (``{}`` when None).
+            arguments: the tool's arguments, a dict (``{}`` when None); a
+                model's arguments arrive as a JSON string: ``json.loads`` it first.
             timeout: seconds to wait for the result.
             on_progress: ``callback(params)`` for each ``notifications/progress`` of
                 this call (``progress``, ``total``, ``message``); it runs on a
@@ -338,15 +348,16 @@ class McpClient(Closing, CatalogCalls):
             The ``tools/call`` result; ``isError: true`` is returned, not raised.
 
         Raises:
+            TypeError: ``arguments`` is not a dict (a JSON string, say); nothing is sent.
             RequestTimeout: no result in time (the server is told: over stdio
                 ``notifications/cancelled``, over HTTP the answer's stream is
                 closed; a task gets ``tasks/cancel``).
             JsonRpcError: the server's protocol error (unknown tool, bad
                 arguments, ...); TransportClosed when the server went away.
         """
+        params: Dict[str, Any] = {"name": name, "arguments": protocol.arguments_object(arguments)}
         deadline = self._deadline(timeout)
         progress = None if on_progress is None else Progress(on_progress, reset_timeout_on_progress, max_timeout)
-        params: Dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
         with self.leases:
@@ -375,11 +386,12 @@ class McpClient(Closing, CatalogCalls):
         while the client's task workers are all busy.
 
         Raises:
+            TypeError: ``arguments`` is not a dict (a JSON string, say).
             TransportClosed: when the client is closed.
         """
+        params: Dict[str, Any] = {"name": name, "arguments": protocol.arguments_object(arguments)}
         deadline = self._deadline(timeout)
         progress = None if on_progress is None else Progress(on_progress)
-        params: Dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
 
         def start(future: TaskFuture) -> Any:
             return self._connection.request("tools/call", params, deadline, progress=progress, tracker=future)
@@ -398,7 +410,8 @@ class McpClient(Closing, CatalogCalls):
 
         In the stateless era, which has no ``logging/setLevel``, the level goes
         into the ``_meta`` of every later request
-        (``io.modelcontextprotocol/logLevel``), which is how that era asks.
+        (``io.modelcontextprotocol/logLevel``), which is how that era asks
+        (a client with ``on_log`` asks for ``"debug"`` until this is called).
         """
         deadline = self._deadline(timeout)
         with self.leases:
@@ -428,8 +441,7 @@ class McpClient(Closing, CatalogCalls):
     # -- internals ------------------------------------------------------------------
 
     def _list_tools(self, deadline: Deadline) -> List[Tool]:
-        tools = cast(List[Tool], self._pages("tools/list", "tools", deadline))
-        return self._connection.stateless.learn_tools(tools) if self.era == protocol.MODE_STATELESS else tools
+        return cast(List[Tool], self._listing("tools/list", deadline).items)
 
     def _stateless_settled(self, budget: Budget) -> None:
         """The stateless era was settled (on the handshake's thread): listen for the callbacks given."""

@@ -31,8 +31,10 @@ import hashlib
 import importlib
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout
+from ..errors import RequestTimeout
 from .errors import ProtocolError, SkillVerificationError
 
 if TYPE_CHECKING:
@@ -74,13 +76,14 @@ class LoadedSkill:
         resources = self.entry.get("resources")
         return [str(item["uri"]) for item in resources] if isinstance(resources, list) else []
 
-    def read(self, path_or_uri: str, *, timeout: Optional[float] = None) -> Union[str, bytes]:
+    def read(self, path_or_uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Union[str, bytes]:
         """Read one of the skill's files, verified against the entry: text, or bytes for a blob.
 
         Args:
             path_or_uri: the file's URI, or its path relative to the skill's root
                 (``references/FORMS.md``).
-            timeout: seconds for the ``resources/read``; the client's default by default.
+            timeout: seconds for the ``resources/read``; the client's
+                ``default_timeout`` by default; ``None`` waits forever.
 
         Raises:
             SkillVerificationError: the file is not listed in the entry, or its
@@ -92,40 +95,34 @@ class LoadedSkill:
         expected = _listed(listing, uri)
         if listing != DYNAMIC and expected is None:
             raise SkillVerificationError(uri, "the skill's entry does not list this file")
-        data, text = _read(self._client, uri, timeout)
+        data, text = _read(self._client, uri, Deadline.after(timeout, self._client.default_timeout))
         if expected is not None:
             _verify(uri, data, expected)
         return text if text is not None else data
 
 
-def list_skills(client: CatalogCalls, *, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
-    """Every skill entry of the server (``skills/list``, all pages); no file is read."""
-    entries: List[Dict[str, Any]] = []
-    cursor: Optional[str] = None
-    seen: Set[str] = set()
-    while True:
-        params = {"cursor": cursor} if cursor is not None else None
-        page = client.request("skills/list", params, **_timeout(timeout))
-        if not isinstance(page, dict):
-            raise ProtocolError("skills/list answered with something that is not an object", page)
-        entries.extend(item for item in page.get("skills") or [] if isinstance(item, dict))
-        cursor = page.get("nextCursor")
-        if not isinstance(cursor, str) or not cursor or cursor in seen:
-            return entries
-        seen.add(cursor)
+def list_skills(client: CatalogCalls, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
+    """Every skill entry of the server (``skills/list``, all pages, ``timeout`` bounding them all); no file is read.
+
+    ``timeout``: the client's ``default_timeout`` by default; ``None`` waits forever.
+
+    Raises:
+        ProtocolError: a malformed page, or an entry that is not an object with a ``uri``.
+        RequestTimeout, JsonRpcError: as any request.
+    """
+    return client.listing("skills/list", timeout=timeout).items
 
 
-def get_skill(client: CatalogCalls, uri: str, *, timeout: Optional[float] = None) -> Dict[str, Any]:
-    """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``)."""
-    result = client.request("skills/get", {"uri": uri}, **_timeout(timeout))
-    skill = result.get("skill") if isinstance(result, dict) else None
-    if not isinstance(skill, dict):
-        raise ProtocolError("skills/get answered without a skill", result)
-    return skill
+def get_skill(client: CatalogCalls, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
+    """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``).
+
+    ``timeout``: the client's ``default_timeout`` by default; ``None`` waits forever.
+    """
+    return _get_skill(client, uri, Deadline.after(timeout, client.default_timeout))
 
 
 def load_skill(
-    client: CatalogCalls, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Optional[float] = None
+    client: CatalogCalls, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Timeout = DEFAULT_TIMEOUT
 ) -> LoadedSkill:
     """Read a skill's ``SKILL.md`` and verify it against the skill's entry.
 
@@ -133,7 +130,9 @@ def load_skill(
         client: the client of the server that serves the skill.
         entry_or_uri: the skill's entry (from :func:`list_skills`), or the URI
             of its ``SKILL.md`` (its entry is then fetched with ``skills/get``).
-        timeout: seconds for each request.
+        timeout: seconds for the whole load (``skills/get`` when given a URI,
+            then ``resources/read``); the client's ``default_timeout`` by
+            default; ``None`` waits forever.
 
     Raises:
         SkillVerificationError: the entry is malformed, or the ``SKILL.md``
@@ -142,7 +141,8 @@ def load_skill(
         JsonRpcError: as the requests it makes.
     """
     yaml = _yaml()
-    entry = dict(get_skill(client, entry_or_uri, timeout=timeout) if isinstance(entry_or_uri, str) else entry_or_uri)
+    deadline = Deadline.after(timeout, client.default_timeout)
+    entry = dict(_get_skill(client, entry_or_uri, deadline) if isinstance(entry_or_uri, str) else entry_or_uri)
     uri = entry.get("uri")
     if not isinstance(uri, str) or not uri:
         raise SkillVerificationError(str(uri), "the entry has no uri")
@@ -151,7 +151,7 @@ def load_skill(
         raise SkillVerificationError(uri, "the entry has no frontmatter")
     listing = entry.get("resources")
     expected = _check_listing(uri, listing)
-    data, text = _read(client, uri, timeout)
+    data, text = _read(client, uri, deadline)
     if expected is not None:
         _verify(uri, data, expected)
     if text is None:
@@ -172,8 +172,22 @@ def load_skill(
 # -- internals ------------------------------------------------------------------------------
 
 
-def _timeout(timeout: Optional[float]) -> Dict[str, Any]:
-    return {} if timeout is None else {"timeout": timeout}
+def _request(client: CatalogCalls, method: str, params: Dict[str, Any], deadline: Deadline) -> Any:
+    """One request of a call, within what is left of its ``deadline`` (a timeout names the whole call's)."""
+    try:
+        return client.request(method, params, timeout=deadline.remaining())
+    except RequestTimeout as exc:
+        if exc.timeout == deadline.timeout:
+            raise
+        raise RequestTimeout(exc.method, exc.request_id, deadline.timeout, exc.hint) from None
+
+
+def _get_skill(client: CatalogCalls, uri: str, deadline: Deadline) -> Dict[str, Any]:
+    result = _request(client, "skills/get", {"uri": uri}, deadline)
+    skill = result.get("skill") if isinstance(result, dict) else None
+    if not isinstance(skill, dict):
+        raise ProtocolError("skills/get answered without a skill", result)
+    return skill
 
 
 def _check_listing(uri: str, listing: Any) -> Optional[Tuple[int, str]]:
@@ -205,9 +219,9 @@ def _listed(listing: Any, uri: str) -> Optional[Tuple[int, str]]:
     return None
 
 
-def _read(client: CatalogCalls, uri: str, timeout: Optional[float]) -> Tuple[bytes, Optional[str]]:
+def _read(client: CatalogCalls, uri: str, deadline: Deadline) -> Tuple[bytes, Optional[str]]:
     """The raw bytes of a resource (and its text, when it came as text)."""
-    result = client.request("resources/read", {"uri": uri}, **_timeout(timeout))
+    result = _request(client, "resources/read", {"uri": uri}, deadline)
     contents = result.get("contents") if isinstance(result, dict) else None
     item = next((c for c in contents or [] if isinstance(c, dict) and c.get("uri") == uri), None)
     if item is None and contents:

@@ -6,7 +6,9 @@ answers into the result:
 
 1. a fresh cached result answers at once (:mod:`.cache`);
 2. the request gets its ``_meta`` (:func:`.protocol.request_meta`: the
-   protocol version, the client's capabilities and identity, the log level)
+   protocol version, the client's capabilities and identity, the log level:
+   the one ``set_logging_level()`` asked for, else, when the client has an
+   ``on_log``, :data:`~.client_features.DEFAULT_LOG_LEVEL`)
    and, over Streamable HTTP, its headers (:mod:`.http_headers`, with the
    ``Mcp-Param-*`` plan of the tool called, learnt from ``tools/list``);
 3. the answer decides what comes next: ``complete`` is the result (kept when
@@ -34,7 +36,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from ..errors import RemoteError, StreamLost
 from . import protocol
 from .cache import ResultCache
-from .client_features import ClientFeatures
+from .client_features import DEFAULT_LOG_LEVEL, ClientFeatures
 from .errors import HEADER_MISMATCH, ProtocolError, UnsupportedProtocolVersion, error_from_mcp
 from .http_headers import NO_HEADERS, HeaderPlan, header_plan, message_headers
 from .mrtr import MAX_INPUT_ROUNDS, answer_input_requests, retry_params
@@ -81,7 +83,8 @@ class StatelessRequests:
         # _lock guards version, _log_level and _plans.
         self._lock = threading.Lock()
         self.version: str = protocol.STATELESS_PROTOCOL_VERSIONS[0]
-        self._log_level: Optional[str] = None
+        # With on_log the caller wants the server's logs: this era sends them only when asked.
+        self._log_level: Optional[str] = DEFAULT_LOG_LEVEL if features.on_log is not None else None
         self._plans: Dict[str, HeaderPlan] = {}
 
     # -- settings ---------------------------------------------------------------------------

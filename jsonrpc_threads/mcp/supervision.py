@@ -30,10 +30,10 @@ from ..observe import ToolTracing, WireMessage
 from ..transports.base import Transport
 from ..transports.config import ServerConfig
 from .background import Background
+from .listing import Listing
 from .restarts import RestartPolicy
 from .session import McpClient
 from .transport_roles import session_of
-from .types import Tool
 
 if TYPE_CHECKING:
     from .supervisor import ServerSupervisor
@@ -143,7 +143,7 @@ def start_session(
     on_tools_changed: Callable[[], None],
     adopt: Callable[[McpClient], bool],
     hook: SessionHook,
-) -> Tuple[McpClient, List[Tool]]:
+) -> Tuple[McpClient, Listing]:
     """Start one session of a server and fetch its tools, within ``startup_timeout`` in all.
 
     Args:
@@ -157,7 +157,7 @@ def start_session(
         hook: attached to every JSON-RPC client of the session.
 
     Returns:
-        The running session and its tools.
+        The running session and its tools (with how long the server says they stay fresh).
 
     Raises:
         RequestTimeout: the start took longer than ``startup_timeout`` (its message names that).
@@ -182,7 +182,7 @@ def start_session(
         client.connection.add_hook(lambda rpc: hook(session, rpc))
         try:
             client.initialize(timeout=deadline.remaining())
-            tools = client.list_tools(timeout=deadline.remaining())
+            listing = client.listing("tools/list", timeout=deadline.remaining())
         except RequestTimeout as exc:  # it had what was left of the start's timeout: name the whole
             raise RequestTimeout(exc.method, exc.request_id, deadline.timeout, exc.hint) from None
         _open_listen_stream(client)
@@ -192,7 +192,7 @@ def start_session(
         elif transport is not None:
             transport.close()
         raise
-    return client, tools
+    return client, listing
 
 
 def _open_listen_stream(client: McpClient) -> None:

@@ -33,7 +33,7 @@ import functools
 import logging
 from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
 from .._deadlines import Deadline, wait_slice
 from ..client import JsonRpcClient
@@ -47,7 +47,7 @@ from .session import McpClient
 from .session_timers import SessionTimers
 from .supervision import CLOSED, Settings, TransportFactory, describe_start_failure, start_session, stop_error
 from .tool_cache import ToolCache
-from .types import CallToolResult
+from .types import CallToolResult, Tool
 
 logger = logging.getLogger(__name__)
 
@@ -189,12 +189,17 @@ class ServerSupervisor:
                 self._start_failed(future, TransportClosed(CLOSED))
             self._wait(future, deadline)
 
-    def _wait(self, future: Future[McpClient], deadline: Deadline) -> None:
-        """Wait for a start's outcome until ``deadline``; raise its error, or ServerUnavailable on time-out."""
+    def _wait(self, future: Future[Any], deadline: Deadline, what: str = "") -> None:
+        """Wait for a start's (or a shared fetch's) outcome until ``deadline``; raise its error.
+
+        On time-out: ServerUnavailable for a start; RequestTimeout naming ``what`` else.
+        """
         done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
         while not done and not deadline.expired:
             done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
         if not done:
+            if what:
+                raise RequestTimeout("tools/list", None, deadline.timeout, f"{what} was still running")
             raise self._state.waited_too_long(deadline.timeout)
         error = future.exception()
         if error is not None:  # one error kept for many callers: raise a copy (a fresh traceback)
@@ -205,25 +210,48 @@ class ServerSupervisor:
     def refresh_tools(self, deadline: Deadline, *, refresh: bool = False) -> None:
         """Start the server if needed, and fetch its tools when stale (or ``refresh``), within ``deadline``.
 
+        A list is stale when the server said it changed, or when its
+        ``ttlMs`` passed.  A fetch of a stale list is shared by the calls
+        that find it under way, each waiting no longer than its own deadline;
+        ``refresh`` (a name not found in the list) always asks the server anew.
+
         Raises:
             ConfigError, ServerUnavailable, TransportClosed: as :meth:`session`.
+            RequestTimeout: ``deadline`` passed first.
             JsonRpcError: ``tools/list`` failed.
         """
         listings = self.cache.listings
         client = self._acquire(deadline, lease=True)
         try:
-            changes = self.cache.changes()
-            if self.cache.listings != listings:
-                refresh = False  # just started: the list is fresh
-            if not (refresh or self.cache.needs_fetch()):
+            if self.cache.listings != listings:  # just started: the list is as fresh as it gets
+                if not self.cache.needs_fetch(expired=False):
+                    return
+            elif not (refresh or self.cache.needs_fetch()):
                 return
-            tools = client.list_tools(timeout=deadline.remaining())
-        except RequestTimeout as exc:
-            raise _whole(exc, deadline) from None
+            if refresh:
+                self._fetch_tools(client, deadline)
+                return
+            flight, mine = self.cache.join_fetch()
+            if not mine:
+                self._wait(flight, deadline, "another call's fetch of the tool list")
+                return
+            try:
+                self._fetch_tools(client, deadline)
+            except BaseException as exc:
+                self.cache.end_fetch(flight, exc)
+                raise
+            self.cache.end_fetch(flight)
         finally:
             client.leases.release()
+
+    def _fetch_tools(self, client: McpClient, deadline: Deadline) -> None:
+        changes = self.cache.changes()
+        try:
+            listing = client.listing("tools/list", timeout=deadline.remaining())
+        except RequestTimeout as exc:
+            raise _whole(exc, deadline) from None
         if self._state.is_current(client):
-            self.cache.store(tools, changes)
+            self.cache.store(cast(List[Tool], listing.items), changes, listing.expires_at)
             self._on_listed()
 
     def ensure_tool(self, tool: str, deadline: Deadline) -> None:
@@ -286,7 +314,7 @@ class ServerSupervisor:
         config = self.config
         assert config is not None
         try:
-            client, tools = start_session(
+            client, listing = start_session(
                 config,
                 self._settings,
                 self._transport_factory,
@@ -305,10 +333,10 @@ class ServerSupervisor:
             if not future.done():
                 future.set_exception(TransportClosed(CLOSED))
             return
-        self.cache.store(tools, self.cache.changes())
+        self.cache.store(cast(List[Tool], listing.items), self.cache.changes(), listing.expires_at)
         self._timers.arm(client)
         self._on_listed()
-        logger.info("MCP server %r started with %d tools", self.name, len(tools))
+        logger.info("MCP server %r started with %d tools", self.name, len(listing.items))
         future.set_result(client)
 
     def _attach(self, client: McpClient, rpc: JsonRpcClient) -> None:

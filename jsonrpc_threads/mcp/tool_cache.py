@@ -1,14 +1,23 @@
-"""One supervised server's tool list: as last fetched, kept while the server restarts or idles, stale on list_changed.
+"""One supervised server's tool list: as last fetched, kept across restarts, stale on list_changed or at its ttlMs.
 
 Theory of operation.  A :class:`ToolCache` holds the tools a server listed,
-and counts two things: the server's ``notifications/tools/list_changed``
-(:meth:`ToolCache.changed`) and the fetches.  A fetch remembers the count of
-changes it started from (:meth:`ToolCache.changes`), so a change that arrives
-while the list is on its way still leaves it stale.  The list survives a
-restart or an idle close (a model keeps seeing the tools of a server that
-will be back) and is emptied only when the server is failed.
-:attr:`ToolCache.version` changes with every fetch and every emptying: the
-registry rebuilds its names when a version it built from moved.
+and knows when the list goes stale: when the server says its tools changed
+(``notifications/tools/list_changed``, :meth:`ToolCache.changed`), or when the
+``ttlMs`` it gave passes (MCP 2026-07-28: the smallest of the list's pages;
+0, or none in that era, means stale at once; a server of the session era
+gives none, and its list stays fresh until it says it changed).  A fetch
+remembers the count of changes it started from (:meth:`ToolCache.changes`),
+so a change that arrives while the list is on its way still leaves it stale.
+
+A fetch of a stale list is shared (:meth:`ToolCache.join_fetch`): callers
+that find one under way wait for it (each no longer than its own deadline)
+instead of asking the server again, so a burst of calls to a server whose
+list is always stale costs one ``tools/list``, not one each.
+
+The list survives a restart or an idle close (a model keeps seeing the tools
+of a server that will be back) and is emptied only when the server is
+failed.  :attr:`ToolCache.version` changes with every fetch and every
+emptying: the registry rebuilds its names when a version it built from moved.
 
 Thread-safety: every method may be called from any thread (one lock; no call
 out under it).
@@ -17,7 +26,9 @@ out under it).
 from __future__ import annotations
 
 import threading
-from typing import List, Sequence, Tuple
+import time
+from concurrent.futures import Future
+from typing import List, Optional, Sequence, Tuple
 
 from .types import Tool
 
@@ -33,7 +44,9 @@ class ToolCache:
         self._listings = 0  # how many times the list was fetched
         self._changes = 0  # list_changed notifications received
         self._listed_changes = 0  # the value of _changes the last fetch started from
+        self._expires_at: Optional[float] = None  # when the list's ttlMs passes (monotonic); None: no hint
         self._version = 0
+        self._fetch: Optional[Future[None]] = None  # the shared fetch under way, if any
 
     def tools(self) -> List[Tool]:
         """The tools as last fetched (empty before, and once the server failed)."""
@@ -69,31 +82,64 @@ class ToolCache:
         with self._lock:
             self._changes += 1
 
-    def needs_fetch(self) -> bool:
-        """True when the list was never fetched, or is stale."""
+    def needs_fetch(self, *, expired: bool = True) -> bool:
+        """True when the list was never fetched, or is stale (``expired=False``: by list_changed only)."""
         with self._lock:
-            return not self._listed or self._listed_changes != self._changes
+            if not self._listed or self._listed_changes != self._changes:
+                return True
+            return expired and self._expires_at is not None and time.monotonic() >= self._expires_at
 
-    def store(self, tools: Sequence[Tool], changes: int) -> None:
-        """Keep a fetched list; ``changes`` is :meth:`changes` as the fetch started."""
+    def store(self, tools: Sequence[Tool], changes: int, expires_at: Optional[float]) -> None:
+        """Keep a fetched list.
+
+        Args:
+            tools: the list.
+            changes: :meth:`changes` as the fetch started.
+            expires_at: the :func:`time.monotonic` moment its ``ttlMs`` passes, or ``None`` for no hint.
+        """
         with self._lock:
             self._tools = list(tools)
             self._listed = True
             self._listings += 1
             self._version += 1
             self._listed_changes = changes
+            self._expires_at = expires_at
 
     def clear(self) -> None:
         """The server failed: it offers nothing until it starts again."""
         with self._lock:
             self._tools = []
             self._listed = False
+            self._expires_at = None
             self._version += 1
 
     def offers(self, name: str) -> bool:
         """True when the list as fetched has a tool ``name``."""
         with self._lock:
             return self._listed and any(isinstance(tool, dict) and tool.get("name") == name for tool in self._tools)
+
+    def join_fetch(self) -> Tuple[Future[None], bool]:
+        """The shared fetch: the one under way and ``False``, or a new one and ``True`` (the caller runs it).
+
+        The caller that gets ``True`` must settle the future when its fetch
+        ends (:meth:`end_fetch`), whatever happens.
+        """
+        with self._lock:
+            if self._fetch is not None:
+                return self._fetch, False
+            future: Future[None] = Future()
+            self._fetch = future
+            return future, True
+
+    def end_fetch(self, future: Future[None], error: Optional[BaseException] = None) -> None:
+        """The shared fetch ``future`` ended (``error``: how it failed); the next stale list starts another."""
+        with self._lock:
+            if self._fetch is future:
+                self._fetch = None
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
 
 
 __all__ = ["ToolCache"]

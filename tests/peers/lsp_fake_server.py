@@ -23,7 +23,9 @@ jedi-language-server does for seconds; SIGTERM ends it), ``--grandchild``
 ``--encoding NAME``,
 ``--no-versions`` (publish diagnostics without a version), ``--sync-options``
 (``textDocumentSync`` as options with ``openClose``), ``--no-sync`` (no
-``textDocumentSync`` at all).  It writes ``fake server ready`` to stderr.
+``textDocumentSync`` at all), ``--initialize-delay S`` (answer ``initialize``
+after ``S`` seconds), ``--hover-hangs`` (hover is never answered unless
+cancelled, as ``test/hang``).  It writes ``fake server ready`` to stderr.
 """
 
 import json
@@ -39,6 +41,8 @@ class Server:
     def __init__(self, argv):  # type: ignore[no-untyped-def]
         self.flags = set(argv)
         self.encoding = argv[argv.index("--encoding") + 1] if "--encoding" in argv else None
+        self.initialize_delay = float(argv[argv.index("--initialize-delay") + 1]) if "--initialize-delay" in argv else 0
+
         self.out = sys.stdout.buffer
         self.received = []
         self.asks = {}  # our request id -> the id of the test/ask waiting for its answer
@@ -95,6 +99,7 @@ class Server:
             return True
         request_id = message.get("id")
         if method == "initialize":
+            threading.Event().wait(self.initialize_delay)
             self.answer(
                 request_id, {"capabilities": self.capabilities(), "serverInfo": {"name": "fake", "version": "1"}}
             )
@@ -113,6 +118,8 @@ class Server:
             self.publish(document["uri"])
         elif method == "textDocument/didClose":
             self.documents.pop(params["textDocument"]["uri"], None)
+        elif method == "textDocument/hover" and "--hover-hangs" in self.flags:
+            self.hanging.add(request_id)
         elif method == "textDocument/hover":
             position = params["position"]
             self.answer(request_id, {"contents": f"hover at {position['line']}:{position['character']}"})
