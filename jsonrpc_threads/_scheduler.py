@@ -25,11 +25,11 @@ Thread-safety: every method may be called from any thread.
 from __future__ import annotations
 
 import heapq
-import os
 import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
+from . import _fork
 from ._deadlines import MAX_WAIT_SLICE_S, is_nan
 from ._logs import get_logger
 
@@ -200,8 +200,7 @@ def _reset_after_fork() -> None:
     _default_lock = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+_fork.at_fork_in_child(_reset_after_fork)
 
 
 def _join(thread: threading.Thread, timeout: Optional[float]) -> None:

@@ -16,7 +16,7 @@ from typing import List
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from ..errors import AuthorizationError
-from ..transports.http import url_label
+from ..transports.redact import url_label
 from . import _authlib
 from ._context import AUTHORIZATION_CODE, REFRESH_TOKEN, FlowContext, Trigger
 from ._discovery import Discovery, endpoint

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 from urllib.parse import urlsplit
 
 from ..errors import AuthorizationError
-from ..transports.http import url_label
+from ..transports.redact import url_label
 from ._context import FlowContext
 from ._metadata import (
     OAUTH_AS_WELL_KNOWN,

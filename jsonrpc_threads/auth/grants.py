@@ -19,7 +19,7 @@ from typing import Callable, List, Optional, Tuple, Union
 from urllib.parse import urlencode
 
 from ..errors import AuthorizationError
-from ..transports.http import url_label
+from ..transports.redact import url_label
 from ._authlib import apply_client_auth
 from ._http import DEFAULT_FLOW_TIMEOUT_S, FlowHttp, describe_oauth_error
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
@@ -100,8 +99,7 @@ def _new_fork_lock() -> None:
     _fork_lock = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_fork_lock)
+_fork.at_fork_in_child(_new_fork_lock)
 
 
 class ToolRegistry(Closing, ServerReports, ModelToolCalls):
