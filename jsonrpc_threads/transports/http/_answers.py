@@ -344,7 +344,11 @@ class OpenStreams:
             if self._closed:
                 raise closed_error()
             self._open[id(answer)] = answer
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:
+            self._ended(answer)
+            raise
         return MessageStream(answer)
 
     def _ended(self, answer: _Answer) -> None:
