@@ -474,6 +474,6 @@ def test_an_interface_on_another_origin_gets_no_credentials() -> None:
 def test_an_allowed_origin_gets_the_credentials() -> None:
     with AgentProcess("--split") as split:
         assert split.interface is not None
-        with A2aClient(split.url, **_credentials(allow_origins=[split.interface + "/any/path"])) as a2a:
+        with A2aClient(split.url, **_credentials(allow_origins=split.interface + "/any/path")) as a2a:
             a2a.send_message("hello")
         assert [_secrets(r) for r in seen(split.interface)] == [list(SECRET_HEADERS)]

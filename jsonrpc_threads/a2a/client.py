@@ -108,7 +108,8 @@ class A2aClient:
             read_timeout=read_timeout,
             verify=verify,
         )
-        self._connection = AgentConnection(url, settings, tuple(allow_origins))
+        origins = (allow_origins,) if isinstance(allow_origins, str) else tuple(allow_origins)
+        self._connection = AgentConnection(url, settings, origins)
         self._closed = threading.Event()  # wakes a wait() between polls
 
     # -- the card -----------------------------------------------------------------------------

@@ -336,7 +336,10 @@ class OpenStreams:
 
         Raises:
             TransportClosed: the transport is closed.
+            ValueError: ``max_buffered`` below 1.
         """
+        if max_buffered < 1:
+            raise ValueError("max_buffered must be at least 1")
         answer = _Answer(self._endpoint, self._settings, data, deadline, headers, max_buffered, self._ended)
         thread = threading.Thread(target=answer.run, name=f"jsonrpc-http-stream[{self._endpoint.label}]", daemon=True)
         answer.thread = thread

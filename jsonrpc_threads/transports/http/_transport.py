@@ -468,24 +468,17 @@ class HttpTransport:
         headers: Optional[Mapping[str, str]] = None,
         max_buffered: int = STREAM_BUFFER_MESSAGES,
     ) -> MessageStream:
-        """POST ``data`` (GET without it) and hand its answer's messages to the caller, as they arrive.
+        """POST ``data`` (GET without it); its answer's messages go to the caller, not the sink.
 
-        Nothing goes to the sink: the caller iterates the
-        :class:`~jsonrpc_threads.transports.http.MessageStream` (a JSON body is
-        one message, each SSE event's data one; a broken SSE answer is not
-        resumed), on a thread of its own, everything bounded by ``deadline``;
-        at most ``max_buffered`` messages wait for the caller.  Needs no
-        :meth:`start`.  :meth:`close` stops every stream still open.
+        The :class:`~jsonrpc_threads.transports.http.MessageStream` returned
+        hands them over as they arrive (see there), everything bounded by
+        ``deadline``.  Needs no :meth:`start`; :meth:`close` ends every stream.
 
         Raises:
             TransportClosed: the transport is closed.
             HttpError: a message header that is not valid HTTP.
             ValueError: ``max_buffered`` below 1.
         """
-        if max_buffered < 1:
-            raise ValueError("max_buffered must be at least 1")
-        if self._closed:
-            raise closed_error()
         if headers:
             check_message_headers(self.label, headers)
         return self._streams.open(data, deadline, headers, max_buffered)
