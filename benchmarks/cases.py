@@ -1140,6 +1140,13 @@ def _acp_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
     return acp_cases(sizes, sched)
 
 
+def _a2a_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    """Case 11 (benchmarks/a2a_case.py, which imports this module)."""
+    from benchmarks.a2a_case import a2a_cases  # noqa: PLC0415
+
+    return a2a_cases(sizes, sched)
+
+
 GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "stdio": stdio_cases,
     "sdk": sdk_cases,
@@ -1149,6 +1156,7 @@ GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "lsp": lsp_cases,
     "tools": tool_cases,
     "acp": _acp_cases,
+    "a2a": _a2a_cases,
 }
 
 

@@ -5,7 +5,7 @@ Usage::
     python -m benchmarks.run            # everything (make bench): a few minutes
     python -m benchmarks.run --quick    # reduced sizes (make bench-quick): well under a minute
 
-Options: ``--out DIR`` (default ``benchmarks/results``), ``--only stdio,sdk,http,timers,startup,lsp,tools,acp``,
+Options: ``--out DIR`` (default ``benchmarks/results``), ``--only stdio,sdk,http,timers,startup,lsp,tools,acp,a2a``,
 ``--no-pin`` (skip the runs pinned to one CPU), ``--no-chart``, ``--scale F``
 (multiply every size by F: the smoke test runs with a tiny one).
 
@@ -51,6 +51,7 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "lsp_cold_runs": 2,
         "tools_total": 3200,
         "acp_total": 800,
+        "a2a_total": 800,
     },
     "quick": {
         "rounds": 3,
@@ -68,6 +69,7 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "lsp_cold_runs": 1,
         "tools_total": 960,
         "acp_total": 160,
+        "a2a_total": 160,
     },
 }
 #: Sizes that --scale never takes below these.
@@ -88,6 +90,7 @@ JOBS: Tuple[Tuple[str, str], ...] = (
     ("tools", "os"),
     ("tools", "pinned"),
     ("acp", "os"),
+    ("a2a", "os"),
 )
 
 # Targets of issue 15 (tighter than issue 6's: 1.15x / 1.6x, 2x, 1.5x, <= 1.0x requests, 2 KB).
@@ -225,12 +228,13 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
                     text += f"; p99 {ours_p99 / 1000:.1f} vs {sdk_p99 / 1000:.1f} ms"
                 limit = TARGETS["tools_throughput"]
                 _set(row, gain, text, f">= {limit:g}x, lower p99", gain >= limit and lower)
-            elif case.startswith("10 "):
+            elif case.startswith(("10 ", "11 ")):
                 gain = 1.0 / ratio
                 text = f"{gain:.2f}x SDK throughput"
                 ours_p99, sdk_p99 = row.get("p99_us"), baseline.get("p99_us")
                 if ours_p99 is not None and sdk_p99 is not None:
                     text += f"; p99 {ours_p99 / 1000:.1f} vs {sdk_p99 / 1000:.1f} ms"
+                text += _against_floor(row, floor, "the bare floor")
                 _set(row, gain, text, "", None)  # measured, no target (issue 38)
             elif case.startswith("7 "):
                 limit = TARGETS["cold_start"] if "cold start" in case else TARGETS["first_answer"]
@@ -471,7 +475,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="reduced sizes, well under a minute")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory for results.md/.json/.png")
     parser.add_argument(
-        "--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup,lsp,tools,acp"
+        "--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup,lsp,tools,acp,a2a"
     )
     parser.add_argument("--no-pin", action="store_true", help="skip the runs pinned to one CPU")
     parser.add_argument("--no-chart", action="store_true", help="do not draw results.png")
@@ -512,6 +516,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "case": "10 ACP prompt turn (skipped)",
                     "sched": sched,
                     "variant": "the official ACP SDK is not installed (pip install -e '.[bench]', Python 3.10+)",
+                    "role": "skipped",
+                    "unit": "",
+                    "median": None,
+                }
+            )
+            continue
+        if group == "a2a" and importlib.util.find_spec("a2a") is None:
+            rows.append(
+                {
+                    "case": "11 A2A SendMessage (skipped)",
+                    "sched": sched,
+                    "variant": "the official A2A SDK is not installed (pip install -e '.[bench]', Python 3.10+)",
                     "role": "skipped",
                     "unit": "",
                     "median": None,

@@ -10,13 +10,16 @@ Commands::
                           (definition | hover | references) FILE:LINE:COL | diagnostics FILE
     jsonrpc-threads acp   --stdio "CMD ARGS" [--cwd DIR] [--fs-root DIR [--fs-write]] [--terminal] [--allow]
                           (PROMPT | -)              (see jsonrpc_threads.acp.cli)
+    jsonrpc-threads a2a   URL (MESSAGE | -) [--stream] [--task-id ID] [--header "Name: value"]
+                                                    (see jsonrpc_threads.a2a.cli)
     jsonrpc-threads --version
 
 Every command takes ``--timeout SECONDS`` and ``-v`` / ``-vv`` (log to
 stderr).  The timeout is made once and spent by every step it covers:
 ``tools``, every server's start and listing, in all; ``call``, the whole call,
 the wait for the server's start included; ``rpc``, the request; ``lsp``, the
-whole query, from the handshake on (docs/timeouts.md has the table).
+whole query, from the handshake on; ``acp`` and ``a2a``, the whole command
+(docs/timeouts.md has the table).
 ``tools`` prints every server's tools as a table (``--json``: the
 registry's descriptors); a server that cannot start is reported on stderr and
 the others are still listed.  ``call`` prints the tool's text result on stdout
@@ -77,6 +80,8 @@ from urllib.parse import urlsplit
 
 from ._deadlines import DEFAULT_TIMEOUT, Deadline
 from ._version import __version__
+from .a2a.cli import add_command as add_a2a_command
+from .a2a.cli import run as run_a2a
 from .acp.cli import add_command as add_acp_command
 from .acp.cli import run as run_acp
 from .client import JsonRpcClient
@@ -283,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         "location", metavar="FILE[:LINE:COL]", help="FILE:LINE:COL (from 1) for a position query, FILE for diagnostics"
     )
     add_acp_command(commands, common, epilog)
+    add_a2a_command(commands, common, epilog)
     return parser
 
 
@@ -707,6 +713,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_lsp(args, out, err)
         if args.command == "acp":
             return run_acp(args, out, err, stdin)
+        if args.command == "a2a":
+            return run_a2a(args, out, err, stdin)
         return cmd_rpc(args, out, err, stdin)
     except _Failure as exc:
         err.write(f"{PROG}: {exc.message}\n")

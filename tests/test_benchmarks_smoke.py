@@ -42,7 +42,7 @@ def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     rows = data["rows"]
     assert not [r for r in rows if r["role"] == "error"]
     cases = {r["case"].split()[0] for r in rows}
-    assert cases == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}  # 4, 8, 9, 10: "skipped" rows without peers
+    assert cases == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"}  # 4, 8-11: "skipped" rows without peers
     assert {r["sched"] for r in rows} >= {"os"}
     for row in rows:
         if row["unit"] == "us/call":

@@ -67,7 +67,7 @@ ENV_BUILD_TIMEOUT_S = 600.0
 #: What the package's own installation depends on: a change makes new environments.
 PACKAGING_FILES = ("pyproject.toml", "setup.cfg")
 #: Requirements (by name) that need a newer Python than the package's 3.9, as their pages say.
-NEEDS_PYTHON = {"mcp": (3, 10), "agent-client-protocol": (3, 10)}
+NEEDS_PYTHON = {"mcp": (3, 10), "agent-client-protocol": (3, 10), "a2a-sdk": (3, 10)}
 
 _FENCE = re.compile(r"^```([\w+-]*)[^\n]*$")
 _DIRECTIVE = re.compile(r"^<!--\s*test:\s*(\w+)\s*(.*?)\s*-->$")

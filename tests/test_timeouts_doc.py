@@ -18,13 +18,14 @@ from typing import Dict, Set
 import pytest
 
 from jsonrpc_threads import JsonRpcClient
+from jsonrpc_threads.a2a import A2aClient
 from jsonrpc_threads.acp import AcpClient
 from jsonrpc_threads.cli import build_parser
 from jsonrpc_threads.lsp import LspClient
 from jsonrpc_threads.mcp import McpClient, ToolRegistry
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "timeouts.md"
-CLASSES = {cls.__name__: cls for cls in (JsonRpcClient, McpClient, ToolRegistry, LspClient, AcpClient)}
+CLASSES = {cls.__name__: cls for cls in (JsonRpcClient, McpClient, ToolRegistry, LspClient, AcpClient, A2aClient)}
 #: Public methods that block without a ``timeout`` parameter (bounded by named graces or a setting).
 BLOCKING_WITHOUT_TIMEOUT: Dict[str, Set[str]] = {
     "JsonRpcClient": {"batch", "close"},
@@ -32,6 +33,7 @@ BLOCKING_WITHOUT_TIMEOUT: Dict[str, Set[str]] = {
     "ToolRegistry": {"anthropic_tools", "close", "from_config", "openai_tools", "start", "tools"},
     "LspClient": {"close"},
     "AcpClient": {"close"},
+    "A2aClient": {"close"},
 }
 #: Public methods that take a ``timeout`` only to check or resolve it, never to wait.
 NOT_BLOCKING: Dict[str, Set[str]] = {"JsonRpcClient": {"resolve_timeout"}}

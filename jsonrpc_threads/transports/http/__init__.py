@@ -11,7 +11,9 @@ The transport never reads a method name.  The pieces, each one concern:
 - :mod:`._post`: one POST and its answer (JSON, SSE, 202);
 - :mod:`._listen`: the GET stream for server-initiated messages;
 - :mod:`._session`: the ``Mcp-Session-Id`` and protocol version, and the
-  DELETE that ends the session.
+  DELETE that ends the session;
+- :mod:`._answers`: answers the caller reads itself
+  (:meth:`HttpTransport.open_stream`: a :class:`MessageStream`).
 
 How a request is made, bounded, interrupted and read, and the one resumable
 SSE stream, are shared with the legacy transport (:mod:`.._httpbase`);
@@ -32,8 +34,10 @@ from .._httpbase.wire import (
     DEFAULT_RETRY_S,
     DELETE_TIMEOUT_S,
     MAX_RETRY_S,
+    STREAM_BUFFER_MESSAGES,
 )
 from ..redact import redact_headers, url_label
+from ._answers import MessageStream
 from ._transport import HttpTransport
 
 __all__ = [
@@ -47,8 +51,10 @@ __all__ = [
     "DEFAULT_RETRY_S",
     "DELETE_TIMEOUT_S",
     "MAX_RETRY_S",
+    "STREAM_BUFFER_MESSAGES",
     "HttpSettings",
     "HttpTransport",
+    "MessageStream",
     "redact_headers",
     "url_label",
 ]

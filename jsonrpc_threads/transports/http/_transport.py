@@ -63,9 +63,11 @@ from .._httpbase.wire import (
     DEFAULT_READ_TIMEOUT_S,
     DELETE_TIMEOUT_S,
     HOOK_SEND_WORKERS,
+    STREAM_BUFFER_MESSAGES,
 )
 from ..base import MessageSink
 from ..redact import url_label
+from ._answers import MessageStream, OpenStreams
 from ._listen import ListenStream
 from ._post import Poster
 from ._session import SessionState, delete_session
@@ -178,6 +180,7 @@ class HttpTransport:
             else None
         )
         self._direct = _DirectCallers(max_workers)
+        self._streams = OpenStreams(self._endpoint, settings)  # the answers open_stream hands to callers
         # _lock guards _closed, _listen and _stopped_listens.
         self._lock = threading.Lock()
         self._closed = False
@@ -352,12 +355,14 @@ class HttpTransport:
                     delete = functools.partial(delete_session, self._endpoint, session_id)
                     self._hooks.run_briefly(delete, 2 * DELETE_TIMEOUT_S)
             self._inflight.stop_all()
+            self._streams.stop_all()
             self._endpoint.shutdown_all()  # ends every read in progress
             self._pool.shutdown(CLOSE_JOIN_GRACE_S)
             deadline = time.monotonic() + CLOSE_JOIN_GRACE_S
             if self._hooks is not None:
                 self._hooks.shutdown(CLOSE_JOIN_GRACE_S)
             self._direct.wait_idle(deadline)
+            self._streams.join(deadline)
             for listen in listens:
                 listen.join(max(0.0, deadline - time.monotonic()))
             self._endpoint.close()
@@ -454,6 +459,29 @@ class HttpTransport:
                 listen.start()
         if wait is not None:
             listen.answered.wait(wait)
+
+    def open_stream(
+        self,
+        data: Optional[bytes] = None,
+        *,
+        deadline: Optional[float] = None,
+        headers: Optional[Mapping[str, str]] = None,
+        max_buffered: int = STREAM_BUFFER_MESSAGES,
+    ) -> MessageStream:
+        """POST ``data`` (GET without it); its answer's messages go to the caller, not the sink.
+
+        The :class:`~jsonrpc_threads.transports.http.MessageStream` returned
+        hands them over as they arrive (see there), everything bounded by
+        ``deadline``.  Needs no :meth:`start`; :meth:`close` ends every stream.
+
+        Raises:
+            TransportClosed: the transport is closed.
+            HttpError: a message header that is not valid HTTP.
+            ValueError: ``max_buffered`` below 1.
+        """
+        if headers:
+            check_message_headers(self.label, headers)
+        return self._streams.open(data, deadline, headers, max_buffered)
 
     @classmethod
     def from_settings(cls, url: str, settings: HttpSettings) -> HttpTransport:
