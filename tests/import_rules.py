@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Collection, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 PACKAGE_NAME = "jsonrpc_threads"
 #: The heading whose section holds the layer table, and the table's header row.
@@ -164,9 +164,16 @@ class _Tree:
     """The modules of a package tree, parsed: dotted name (without the package's) -> path."""
 
     def __init__(self, sources: Mapping[str, str]) -> None:
+        self.sources = sources
         self.paths = {_dotted(path): path for path in sources}
-        self.trees = {path: ast.parse(text) for path, text in sources.items()}
+        self._trees: Dict[str, ast.AST] = {}
         self._reexports: Dict[str, Dict[str, Tuple[str, str]]] = {}
+
+    def syntax(self, path: str) -> ast.AST:
+        """The syntax tree of one file, parsed on first use."""
+        if path not in self._trees:
+            self._trees[path] = ast.parse(self.sources[path])
+        return self._trees[path]
 
     @staticmethod
     def within(dotted: str) -> Optional[str]:
@@ -194,7 +201,7 @@ class _Tree:
             found: Dict[str, Tuple[str, str]] = {}
             path = self.paths.get(package, "")
             if path.endswith("__init__.py"):
-                for node in ast.walk(self.trees[path]):
+                for node in ast.walk(self.syntax(path)):
                     if isinstance(node, ast.ImportFrom):
                         source = self.source_of(package, True, node)
                         if source is not None and source in self.paths:
@@ -219,7 +226,7 @@ class _Tree:
         module, is_package = _dotted(path), path.endswith("__init__.py")
         edges: List[_Edge] = []
         outside: List[Tuple[str, int]] = []
-        for node in ast.walk(self.trees[path]):
+        for node in ast.walk(self.syntax(path)):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     target = self.within(alias.name)
@@ -241,19 +248,22 @@ class _Tree:
         return edges, outside
 
 
-def check_imports(sources: Mapping[str, str], layers: Sequence[Layer]) -> List[Violation]:
+def check_imports(
+    sources: Mapping[str, str], layers: Sequence[Layer], only: Optional[Collection[str]] = None
+) -> List[Violation]:
     """Every import and private name in a package tree that breaks the rules (see the module's docstring).
 
     Args:
         sources: each file of the package, relative to it (``transports/http/_post.py``) -> its text.
         layers: the layer table (`read_layers`); a file in no layer is held to the private-name rules only.
+        only: the files to check (default: all); the others are read only as far as the check needs.
 
     Returns:
         The violations, sorted by file and line; one per file, line, rule and target.
     """
     tree = _Tree(sources)
     found: Set[Violation] = set()
-    for path in sorted(sources):
+    for path in sorted(sources if only is None else only):
         module = _dotted(path)
         layer = layer_of(path, layers)
         edges, outside = tree.edges(path)
@@ -286,7 +296,7 @@ def _private_attributes(tree: _Tree, path: str, edges: Sequence[_Edge]) -> Itera
     """``x._name`` where ``x`` is another module of the package, or another module's object."""
     module = _dotted(path)
     imported = {edge.bound: edge for edge in edges if edge.bound is not None and edge.spelled != module}
-    syntax = tree.trees[path]
+    syntax = tree.syntax(path)
     defined = _defined_names(syntax)
     foreign = _bound_from_outside(syntax)
     for node in ast.walk(syntax):

@@ -21,6 +21,7 @@ too, so the list only shrinks.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Set, Tuple
@@ -142,6 +143,11 @@ def _layers() -> List[Layer]:
     return read_layers(INTERNALS.read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=1)
+def _package_violations() -> Tuple[Violation, ...]:
+    return tuple(check_imports(package_sources(), _layers()))
+
+
 def test_the_layer_table_covers_every_module_and_names_only_layers() -> None:
     layers = _layers()
     names = {layer.name for layer in layers}
@@ -159,14 +165,14 @@ def test_the_layer_table_covers_every_module_and_names_only_layers() -> None:
 
 
 def test_imports_point_down_the_layers_and_no_private_name_crosses_a_module() -> None:
-    violations = check_imports(package_sources(), _layers())
+    violations = _package_violations()
     unexpected = [str(v) for v in violations if _allowed_by(v) is None]
     assert not unexpected, "against the layer table of docs/internals.md (## Layers):\n" + "\n".join(unexpected)
 
 
 def test_every_allowed_exception_still_occurs() -> None:
     """An exception that no longer occurs leaves the list: it only shrinks."""
-    used = {_allowed_by(violation) for violation in check_imports(package_sources(), _layers())}
+    used = {_allowed_by(violation) for violation in _package_violations()}
     assert sorted(set(ALLOWED) - used) == [], "remove these entries from ALLOWED: the code no longer needs them"
 
 
@@ -241,10 +247,10 @@ def test_the_checker_finds_private_names_reached_across_modules() -> None:
 
 def test_an_upward_import_added_to_the_package_fails_the_check() -> None:
     """The real package, one line added: the check finds that line and nothing else new."""
-    sources = package_sources()
-    before = set(check_imports(sources, _layers()))
-    sources["transports/stdio/_spawn.py"] += "\nfrom ...mcp.session import McpClient\n"
-    added = [v for v in check_imports(sources, _layers()) if v not in before]
+    sources, changed = package_sources(), "transports/stdio/_spawn.py"
+    before = set(check_imports(sources, _layers(), only=[changed]))
+    sources[changed] += "\nfrom ...mcp.session import McpClient\n"
+    added = [v for v in check_imports(sources, _layers(), only=[changed]) if v not in before]
     assert [(v.key, _allowed_by(v)) for v in added] == [
         (("transports/stdio/_spawn.py", "layer stdio imports mcp", "mcp/session.py"), None)
     ]
