@@ -97,7 +97,7 @@ needs_acp_sdk = _marks(
 
 def _needs(item: pytest.Item) -> Set[str]:
     """What ``NEEDS`` says one test needs."""
-    file = Path(str(item.fspath)).name
+    file = item.path.name
     name = getattr(item, "originalname", item.name)
     needed: Set[str] = set()
     for key, tiers in NEEDS.items():
@@ -115,9 +115,15 @@ def _needs(item: pytest.Item) -> Set[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    for item in items:
+    needing = set()
+    for index, item in enumerate(items):
         for tier in sorted(_needs(item)):
             item.add_marker(getattr(pytest.mark, tier))
+            needing.add(index)
+    if hasattr(config, "workerinput"):  # an xdist worker: the slow tests (their peers) are handed out first
+        items[:] = [item for index, item in enumerate(items) if index in needing] + [
+            item for index, item in enumerate(items) if index not in needing
+        ]
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:
@@ -141,6 +147,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optio
     return None
 
 
+#: Files whose shared fixture is cheap to make on every worker (it only finds Node 22): spread, not grouped.
+SPREAD = {"test_mcp_conformance.py"}
 #: How a fixture made once for many tests is declared: ``@pytest.fixture(scope="module")`` and wider.
 _SHARED_SCOPE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|package|session)[\"']")
 
@@ -172,7 +180,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             if "@" in nodeid.rsplit("::", 1)[-1]:
                 return str(super()._split_scope(nodeid))
             file = nodeid.split("::", 1)[0]
-            return file if _shares_a_fixture(root / file) else nodeid
+            grouped = Path(file).name not in SPREAD and _shares_a_fixture(root / file)
+            return file if grouped else nodeid
 
     return FileGroups(config, log)
 
