@@ -189,7 +189,7 @@ def _findings(tree: Mapping[str, str]) -> List[Tuple[str, str, str]]:
 
 def test_the_checker_finds_an_upward_import_however_it_is_spelled() -> None:
     tree = {
-        "errors.py": "",
+        "errors.py": "from .framing import lines\n",
         "messages.py": "from .errors import JsonRpcError\nfrom ._records import Record\n",
         "_records.py": "",
         "client.py": "def send():\n    from .transports.stdio import StdioTransport\n",
@@ -202,8 +202,9 @@ def test_the_checker_finds_an_upward_import_however_it_is_spelled() -> None:
     }
     assert sorted(_findings(tree)) == [
         ("client.py", "layer client imports stdio", "transports/stdio/__init__.py"),
-        ("framing/lines.py", "I/O in layer protocol", "socket"),
-        ("framing/lines.py", "layer protocol imports client", "client.py"),
+        ("errors.py", "layer protocol imports framing", "framing/lines.py"),
+        ("framing/lines.py", "I/O in layer framing", "socket"),
+        ("framing/lines.py", "layer framing imports client", "client.py"),
         ("transports/http/__init__.py", "layer http imports sse", "transports/sse/__init__.py"),
         ("transports/sse/__init__.py", "layer sse imports http", "transports/http/__init__.py"),
         ("transports/stdio/__init__.py", "layer stdio imports mcp", "mcp/session.py"),
