@@ -1,4 +1,4 @@
-# jsonrpc_threads: `make demo`, `make test`, `make check`, `make docs` (`make docs-serve`), `make dist`,
+# jsonrpc_threads: `make demo`, `make test` (`make test-fast`), `make check`, `make docs` (`make docs-serve`), `make dist`,
 # `make conformance`, `make bench`, `make loadtest`.
 # Every target builds its own virtual environment in .venv from nothing but python3:
 # `make demo` installs the package alone (what the demo needs), the others add the
@@ -30,7 +30,7 @@ CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_NEXT_SCENARIOS := $(shell cat tests/conformance/scenarios-next.txt)
 CONFORMANCE_RESULTS := build/conformance
 
-.PHONY: demo test check venv clean node-deps conformance bench bench-quick docs docs-serve dist browser loadtest
+.PHONY: demo test test-fast check venv clean node-deps conformance bench bench-quick docs docs-serve dist browser loadtest
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -98,8 +98,20 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 
 node-deps: $(NODE_STAMP)
 
+# The suite runs in parallel (pytest-xdist): it mostly waits on child processes and
+# servers, so more workers than CPUs pay. TEST_WORKERS=0 runs it in one process.
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds
+# of interpreters (its peers, the snippets) that would each compile the package again.
+TEST_WORKERS ?= 4
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS)
+# The fast tier: what needs no Node, no browser and no third-party peer (tests/conftest.py, NEEDS).
+FAST_TIER := not node and not browser and not thirdparty and not soak
+
 test: $(STAMP) browser $(if $(NPM),$(NODE_STAMP))
-	$(PY) -m pytest
+	$(PYTEST)
+
+test-fast: $(STAMP)
+	$(PYTEST) -m "$(FAST_TIER)"
 
 conformance: $(STAMP) $(NODE_STAMP)
 	@passed=0; for scenario in $(CONFORMANCE_SCENARIOS); do \

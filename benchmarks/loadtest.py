@@ -89,6 +89,8 @@ HANGS_PER_BURST = 4
 CRASHES = 2
 
 EXAMPLE_SERVER = {"command": sys.executable, "args": ["-m", "jsonrpc_threads.examples.mcp_tool_server"]}
+#: The servers of the app's configuration (both run EXAMPLE_SERVER), each called once per worker before the clock.
+WARM_UP_SERVERS = ("example", "chaos")
 
 #: Ordinary calls: (weight, server, tool, arguments).
 MIX: Sequence[Tuple[int, str, str, Dict[str, Any]]] = (
@@ -349,9 +351,10 @@ class Run:
 
         A forked worker starts its servers on first use, so one that gets little
         traffic early would start a server after the baseline a quarter in, and
-        its pipes would look like a leak.  ``/tools`` starts every server of the
-        worker that answers; ``/health`` on the same connection says which
-        worker that was and whether all of them run.
+        its pipes would look like a leak.  A call to each server starts it in the
+        worker that answers (``/tools`` would not: the tool lists the master
+        made before the fork answer it); ``/health`` on the same connection says
+        which worker that was and whether all of them run.
         """
         expected = self.args.workers if self.server.kind == "gunicorn" else 1
         ready: Set[int] = set()
@@ -363,7 +366,9 @@ class Run:
             with requests.Session() as session:  # a new connection: gunicorn hands it to any worker
                 try:
                     left = max(1.0, deadline - time.monotonic())
-                    session.get(f"{self.server.url}/tools", timeout=left).raise_for_status()
+                    for name in WARM_UP_SERVERS:
+                        call = tool_call(name, "echo", {"text": "warm-up"}, f"warm-up-{name}")
+                        session.post(f"{self.server.url}/call", json=call, timeout=left).raise_for_status()
                     facts = session.get(f"{self.server.url}/health", timeout=5.0).json()
                 except (requests.RequestException, ValueError):
                     continue

@@ -1,15 +1,29 @@
-"""Test-wide fixtures: every test must leave no thread, child process or file behind."""
+"""Test-wide fixtures: every test must leave no thread, child process or file behind.
+
+Also the suite's tiers and its parallel runs.  A test that needs more than
+Python, this package and its own peers (``tests/peers/``) is marked here, by
+file, test or fixture (`NEEDS`), with what it needs: ``node`` (the npm peers in
+``tests/node``), ``browser`` (Chromium) or ``thirdparty`` (a third-party server
+or tool: the official MCP and ACP SDKs, pylsp, gunicorn, the snippets' virtual
+environments).  ``make test-fast`` deselects the three.  Under pytest-xdist
+(``make test`` runs ``-n``, ``--dist loadgroup``), the tests of a file that
+share a fixture made once per module or session run on one worker, so it is
+made once; every other test goes to whichever worker is free.
+"""
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import gc
 import importlib.util
 import os
+import re
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, List, Set
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, TypeVar
 
 import psutil
 import pytest
@@ -25,10 +39,151 @@ PROCESS_WIDE_THREADS = {"jsonrpc-timer"}
 LEAK_GRACE_S = 5.0
 
 
+#: What a test needs beyond Python, this package and tests/peers/: a marker each (pyproject.toml
+#: registers them). Keys: a file (``test_x.py``), tests of a file (``test_x.py::test_glob*``), or a
+#: fixture (``fixture:name_glob*``, or ``test_x.py::fixture:name``) that starts such a peer.
+NEEDS: Dict[str, Tuple[str, ...]] = {
+    "test_docs.py": ("browser",),
+    "test_mcp_conformance.py": ("node",),
+    "test_mcp_everything.py": ("node",),
+    "test_acp_typescript.py": ("node",),
+    "test_lsp_servers.py": ("node", "thirdparty"),  # pyright (npm) and pylsp
+    "test_mcp_sdk.py": ("thirdparty",),
+    "test_mcp_extensions.py": ("thirdparty",),
+    "test_acp.py": ("thirdparty",),  # the agent is written on the official ACP SDK
+    "test_acp_cli.py": ("thirdparty",),
+    "test_acp_files.py": ("thirdparty",),
+    "test_snippets.py": ("thirdparty",),  # a virtual environment per page, from PyPI
+    "test_loadtest_smoke.py": ("thirdparty",),  # gunicorn and waitress, in processes of their own
+    "test_benchmarks_smoke.py": ("thirdparty",),  # every case, the official SDKs' baselines among them
+    "test_cli.py::test_lsp_*": ("node", "thirdparty"),
+    "test_cli.py::test_rpc_over_http": ("thirdparty",),
+    "test_cli.py::fixture:config": ("thirdparty",),  # its configuration starts the SDK's server
+    "fixture:sdk_*": ("thirdparty",),  # the official MCP SDK's servers
+    "fixture:everything_*": ("node",),  # the npm reference server
+}
+TIERS = ("node", "browser", "thirdparty")
+
+_Decorated = TypeVar("_Decorated", bound=Callable[..., Any])
+
+
+def _marks(*marks: pytest.MarkDecorator) -> Callable[[_Decorated], _Decorated]:
+    """Several marks as one decorator."""
+
+    def decorate(test: _Decorated) -> _Decorated:
+        for mark in marks:
+            test = mark(test)
+        return test
+
+    return decorate
+
+
 #: Tests that run the official MCP SDK as a peer (it needs Python 3.10+).
-needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None, reason="the official MCP SDK (mcp, Python 3.10+) is not installed"
+needs_sdk = _marks(
+    pytest.mark.thirdparty,
+    pytest.mark.skipif(
+        importlib.util.find_spec("mcp") is None, reason="the official MCP SDK (mcp, Python 3.10+) is not installed"
+    ),
 )
+#: Tests whose agent is written on the official ACP SDK (Python 3.10+).
+needs_acp_sdk = _marks(
+    pytest.mark.thirdparty,
+    pytest.mark.skipif(
+        importlib.util.find_spec("acp") is None,
+        reason="the official ACP SDK (agent-client-protocol, Python 3.10+) is not installed",
+    ),
+)
+
+
+def _needs(item: pytest.Item) -> Set[str]:
+    """What ``NEEDS`` says one test needs."""
+    file = item.path.name
+    name = getattr(item, "originalname", item.name)
+    needed: Set[str] = set()
+    for key, tiers in NEEDS.items():
+        where, _, what = key.rpartition("::") if "::" in key else ("", "", key)
+        if where and where != file:
+            continue
+        if what.startswith("fixture:"):
+            hit = any(fnmatch.fnmatchcase(fixture, what[len("fixture:") :]) for fixture in item.fixturenames)
+        else:
+            hit = fnmatch.fnmatchcase(name, what) if where else what == file
+        if hit:
+            needed.update(tiers)
+    return needed
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    needing = set()
+    for index, item in enumerate(items):
+        for tier in sorted(_needs(item)):
+            item.add_marker(getattr(pytest.mark, tier))
+            needing.add(index)
+    if hasattr(config, "workerinput"):  # an xdist worker: the slow tests (their peers) are handed out first
+        items[:] = [item for index, item in enumerate(items) if index in needing] + [
+            item for index, item in enumerate(items) if index not in needing
+        ]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:
+    """Leave out, unread, a file whose every test ``-m`` deselects for what it needs (the fast tier starts sooner)."""
+    tiers = NEEDS.get(collection_path.name)
+    expression = config.getoption("markexpr", "")
+    if not tiers or not expression:
+        return None
+    try:
+        from _pytest.mark.expression import Expression  # noqa: PLC0415 - pytest's own -m parser
+
+        compiled = Expression.compile(expression)
+    except Exception:  # another pytest: collect the file, -m still deselects its tests
+        return None
+    # Deselected however its tests are otherwise marked: with every other marker absent, and present.
+    if not any(
+        compiled.evaluate(lambda name, other=other, **_: name in tiers or (other and name not in TIERS))
+        for other in (False, True)
+    ):
+        return True
+    return None
+
+
+#: Files whose shared fixture is cheap to make on every worker (it only finds Node 22): spread, not grouped.
+SPREAD = {"test_mcp_conformance.py"}
+#: How a fixture made once for many tests is declared: ``@pytest.fixture(scope="module")`` and wider.
+_SHARED_SCOPE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|package|session)[\"']")
+
+
+@functools.cache
+def _shares_a_fixture(path: Path) -> bool:
+    """Whether a test file declares a fixture that its tests share (module scope or wider)."""
+    try:
+        return _SHARED_SCOPE.search(path.read_text(encoding="utf-8")) is not None
+    except OSError:
+        return False
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: a file that shares a fixture among its tests is one group, on one worker.
+
+    Every other test is a work unit of its own, sent to whichever worker is free.
+    The controller sees only node ids, so the groups are read from the files' text.
+    (xdist's own ``xdist_group`` marks still count.)
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling  # noqa: PLC0415 - only under xdist
+
+    root = config.rootpath
+
+    class FileGroups(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            if "@" in nodeid.rsplit("::", 1)[-1]:
+                return str(super()._split_scope(nodeid))
+            file = nodeid.split("::", 1)[0]
+            grouped = Path(file).name not in SPREAD and _shares_a_fixture(root / file)
+            return file if grouped else nodeid
+
+    return FileGroups(config, log)
 
 
 def peer_command(name: str, *flags: str) -> List[str]:

@@ -10,7 +10,6 @@ bounded output buffer is tested pure, at every split of multi-byte text.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import select
@@ -28,12 +27,9 @@ from jsonrpc_threads.acp.output import OutputBuffer
 from jsonrpc_threads.acp.terminals import TerminalService
 from jsonrpc_threads.acp.wire import exit_status
 
-from .conftest import peer_command
+from .conftest import needs_acp_sdk, peer_command
 
-needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("acp") is None,
-    reason="the official ACP SDK (agent-client-protocol, Python 3.10+) is not installed",
-)
+needs_sdk = needs_acp_sdk
 
 TIMEOUT_S = 30.0
 

@@ -1,4 +1,4 @@
-"""The map of the package in the docs matches the package.
+"""The map of the package in the docs matches the package, and its imports point one way.
 
 ``docs/internals.md`` lists every module with the first paragraph of its
 docstring, and the README's "Architecture" table names every top-level module
@@ -7,14 +7,26 @@ and package.  Regenerate the internals table with::
     python -m tests.test_architecture
 
 and paste it over the one under "## Every module".
+
+The layers are data: the table under "## Layers" in ``docs/internals.md`` says
+which modules form each layer (by file or folder) and which layers each may
+import.  ``check_imports`` (``tests/import_rules.py``, where the rules are
+written) reads every file's syntax tree and reports each import that points
+elsewhere, each private module or name reached from outside its owner, and each
+I/O import in a layer without I/O.  ``ALLOWED`` names today's exceptions, each
+with the item of issue 36 that removes it; an entry that no longer occurs fails
+too, so the list only shrinks.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List, Mapping, Optional, Set, Tuple
+
+from .import_rules import EVERY_LAYER, Layer, Violation, check_imports, covers, layer_of, read_layers
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jsonrpc_threads"
@@ -76,6 +88,173 @@ def test_the_readme_names_every_top_level_module_and_package() -> None:
     top.discard("__init__.py")
     assert sorted(top - named) == [], "top-level modules the README's Architecture table does not name"
     assert sorted(named - top) == [], "the README's Architecture table names what does not exist"
+
+
+# -- the import rule (tests/import_rules.py) ------------------------------------------------------
+
+#: Today's exceptions to the rules: (file or folder/, rule, target or folder/) -> the item of issue 36
+#: that removes it. The branches of issue 36 remove them; the lead empties this list at integration.
+OWNER = "issue 36 item 1: a request's life gets one owner (batch calls back up into the client)"
+FUTURE = "issue 36 item 2: concurrent.futures.Future as it is (no rewrite of its internals)"
+PRIVATE = "issue 36 item 3: no private name reached across modules"
+REDACT = "issue 36 item 3: redaction a small module at the bottom"
+LEGACY = "issue 36 items 3-4: the legacy fallback in mcp/, one resumable SSE stream for http/ and sse/"
+ALLOWED: Dict[Tuple[str, str, str], str] = {
+    ("_settling.py", "private attribute", "future._callbacks"): FUTURE,
+    ("_settling.py", "private attribute", "batch[0]._callbacks"): FUTURE,
+    ("batch.py", "private attribute", "client._resolve_timeout"): OWNER,
+    ("batch.py", "private attribute", "client._ids"): OWNER,
+    ("batch.py", "private attribute", "self._client._send_batch"): OWNER,
+    ("transports/stdio/_child.py", "private attribute", "self.reader._end_reason"): PRIVATE,
+    ("transports/stdio/_reader.py", "private module", "framing/_events.py"): PRIVATE,
+    ("auth/_dpop.py", "private name", "auth/_authlib.py: _module"): PRIVATE,
+    ("mcp/registry.py", "private attribute", "supervisor._call_timeout"): PRIVATE,
+    ("mcp/session.py", "private attribute", "self._rpc._resolve_timeout"): PRIVATE,
+    ("mcp/supervisor.py", "private attribute", "client._request_with_progress"): PRIVATE,
+    ("wsgi.py", "private attribute", "server._current"): PRIVATE,
+    ("wsgi.py", "private attribute", "server._HandlerContext"): PRIVATE,
+    ("observe.py", "private attribute", "client._observer"): PRIVATE,
+    ("observe.py", "layer client imports http", "transports/http/_redact.py"): REDACT,
+    ("observe.py", "private module", "transports/http/_redact.py"): REDACT,
+    ("transports/http/_transport.py", "layer http imports sse", "transports/sse/_transport.py"): LEGACY,
+    ("transports/sse/", "layer sse imports http", "transports/http/"): LEGACY,
+    ("transports/sse/", "private module", "transports/http/"): LEGACY,
+}
+
+
+def package_sources() -> Dict[str, str]:
+    """Every file of the package, relative to it -> its text."""
+    return {
+        path.relative_to(PACKAGE).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "__pycache__" not in path.parts
+    }
+
+
+def _allowed_by(violation: Violation) -> Optional[Tuple[str, str, str]]:
+    for key in ALLOWED:
+        where, rule, target = key
+        if covers(where, violation.module) and rule == violation.rule and covers(target, violation.target):
+            return key
+    return None
+
+
+def _layers() -> List[Layer]:
+    return read_layers(INTERNALS.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
+def _package_violations() -> Tuple[Violation, ...]:
+    return tuple(check_imports(package_sources(), _layers()))
+
+
+def test_the_layer_table_covers_every_module_and_names_only_layers() -> None:
+    layers = _layers()
+    names = {layer.name for layer in layers}
+    assert len(names) == len(layers), "two rows of the layer table have one name"
+    sources = package_sources()
+    assert sorted(path for path in sources if layer_of(path, layers) is None) == [], (
+        "modules in no layer: add them to the table under '## Layers' in docs/internals.md"
+    )
+    entries = [entry for layer in layers for entry in layer.modules]
+    stale = [entry for entry in entries if not any(covers(entry, path) for path in sources)]
+    assert stale == [], "the layer table names modules that do not exist"
+    assert len(entries) == len(set(entries)), "a module or folder named by two layers"
+    unknown = {name for layer in layers for name in layer.may_import} - names - {EVERY_LAYER}
+    assert unknown == set(), "'may import' names layers the table does not have"
+
+
+def test_imports_point_down_the_layers_and_no_private_name_crosses_a_module() -> None:
+    violations = _package_violations()
+    unexpected = [str(v) for v in violations if _allowed_by(v) is None]
+    assert not unexpected, "against the layer table of docs/internals.md (## Layers):\n" + "\n".join(unexpected)
+
+
+def test_every_allowed_exception_still_occurs() -> None:
+    """An exception that no longer occurs leaves the list: it only shrinks."""
+    used = {_allowed_by(violation) for violation in _package_violations()}
+    assert sorted(set(ALLOWED) - used) == [], "remove these entries from ALLOWED: the code no longer needs them"
+
+
+def _findings(tree: Mapping[str, str]) -> List[Tuple[str, str, str]]:
+    """The violations of a crafted tree (the package's own ``__init__.py`` files added), as keys."""
+    files = {"__init__.py": ""}
+    for path in tree:
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            files.setdefault("/".join([*parts[:depth], "__init__.py"]), "")
+    files.update(tree)
+    return [violation.key for violation in check_imports(files, _layers())]
+
+
+def test_the_checker_finds_an_upward_import_however_it_is_spelled() -> None:
+    tree = {
+        "errors.py": "from .framing import lines\n",
+        "messages.py": "from .errors import JsonRpcError\nfrom ._records import Record\n",
+        "_records.py": "",
+        "client.py": "def send():\n    from .transports.stdio import StdioTransport\n",
+        "mcp/session.py": "",
+        "transports/base.py": "from ..errors import JsonRpcError\n",
+        "transports/stdio/__init__.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from ...mcp import session\n",
+        "transports/http/__init__.py": "import jsonrpc_threads.transports.sse\n",
+        "transports/sse/__init__.py": "from jsonrpc_threads.transports import http\n",
+        "framing/lines.py": "import socket\nfrom .. import client\n",
+    }
+    assert sorted(_findings(tree)) == [
+        ("client.py", "layer client imports stdio", "transports/stdio/__init__.py"),
+        ("errors.py", "layer protocol imports framing", "framing/lines.py"),
+        ("framing/lines.py", "I/O in layer framing", "socket"),
+        ("framing/lines.py", "layer framing imports client", "client.py"),
+        ("transports/http/__init__.py", "layer http imports sse", "transports/sse/__init__.py"),
+        ("transports/sse/__init__.py", "layer sse imports http", "transports/http/__init__.py"),
+        ("transports/stdio/__init__.py", "layer stdio imports mcp", "mcp/session.py"),
+    ]
+
+
+def test_the_checker_follows_a_name_the_package_re_exports() -> None:
+    tree = {
+        "__init__.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from .client import JsonRpcClient\n",
+        "client.py": "class JsonRpcClient: ...\n",
+        "errors.py": "from jsonrpc_threads import JsonRpcClient\n",
+        "acp/client.py": "from .. import JsonRpcClient\n",
+    }
+    assert _findings(tree) == [("errors.py", "layer protocol imports client", "client.py")]
+
+
+def test_the_checker_finds_private_names_reached_across_modules() -> None:
+    tree = {
+        "client.py": "class JsonRpcClient:\n    def _resolve_timeout(self): ...\n",
+        "_deadlines.py": "",
+        "transports/http/_redact.py": "def _secret(): ...\n",
+        "transports/http/_post.py": "from ._redact import _secret\nfrom . import _redact\n",
+        "observe.py": "import jsonrpc_threads.transports.http._redact as redact\nfrom . import _deadlines\n",
+        "mcp/session.py": (
+            "import os\nfrom .. import client\nfrom .._deadlines import check\n\n"
+            "class McpClient:\n"
+            "    def __init__(self, rpc):\n        self._rpc = rpc\n        self._own = 1\n"
+            "    def call(self, other):\n"
+            "        other._own, self._own, os._exit, self._rpc._asdict()\n"
+            "        client._helper\n        return self._rpc._resolve_timeout()\n"
+        ),
+    }
+    assert sorted(_findings(tree)) == [
+        ("mcp/session.py", "private attribute", "client._helper"),
+        ("mcp/session.py", "private attribute", "self._rpc._resolve_timeout"),
+        ("observe.py", "layer client imports http", "transports/http/_redact.py"),
+        ("observe.py", "private module", "transports/http/_redact.py"),
+        ("transports/http/_post.py", "private name", "transports/http/_redact.py: _secret"),
+    ]
+
+
+def test_an_upward_import_added_to_the_package_fails_the_check() -> None:
+    """The real package, one line added: the check finds that line and nothing else new."""
+    sources, changed = package_sources(), "transports/stdio/_spawn.py"
+    before = set(check_imports(sources, _layers(), only=[changed]))
+    sources[changed] += "\nfrom ...mcp.session import McpClient\n"
+    added = [v for v in check_imports(sources, _layers(), only=[changed]) if v not in before]
+    assert [(v.key, _allowed_by(v)) for v in added] == [
+        (("transports/stdio/_spawn.py", "layer stdio imports mcp", "mcp/session.py"), None)
+    ]
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 import psutil
 import pytest
 
+from .locks import exclusive
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "LONG_DESCRIPTION.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: Seconds one snippet may take (it starts Python and a server or two).
@@ -220,7 +222,8 @@ def environment_for(requirements: Requirements) -> Path:
     extras asked for, and the other requirements, from PyPI.  It is made where
     it stays (a venv's scripts name their interpreter by its path) and marked
     complete last: one that a failed or interrupted run left unmarked is made
-    again.  One test run at a time per checkout.
+    again.  One process builds it at a time (a lock file beside it): the others
+    wait for it, then use it.
     """
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     digest = hashlib.sha256(f"{python}\n{requirements.describe()}\n".encode())
@@ -231,8 +234,17 @@ def environment_for(requirements: Requirements) -> Path:
     complete = target / ".complete"
     if complete.exists():
         return target
-    shutil.rmtree(target, ignore_errors=True)
     ENVS_DIR.mkdir(parents=True, exist_ok=True)
+    # One builder per environment: the suite's workers (and runs side by side) share them.
+    with exclusive(target.with_name(target.name + ".lock"), timeout=ENV_BUILD_TIMEOUT_S, what="a snippet venv"):
+        if not complete.exists():
+            _build_environment(target, requirements)
+    return target
+
+
+def _build_environment(target: Path, requirements: Requirements) -> None:
+    complete = target / ".complete"
+    shutil.rmtree(target, ignore_errors=True)
     try:
         subprocess.run(
             [sys.executable, "-m", "venv", str(target)], check=True, timeout=ENV_BUILD_TIMEOUT_S, capture_output=True
@@ -252,7 +264,6 @@ def environment_for(requirements: Requirements) -> Path:
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
-    return target
 
 
 def _environment(venv: Optional[Path]) -> Dict[str, str]:

@@ -22,6 +22,8 @@ from typing import Deque, List, Mapping, Optional, Pattern, Sequence, Union
 
 import psutil
 
+from ..locks import exclusive
+
 #: How long a child may take to start listening.
 START_TIMEOUT_S = 20.0
 #: How long the child gets to exit after SIGTERM, then after SIGKILL.
@@ -165,6 +167,16 @@ def ensure_node_modules() -> Optional[str]:
     npm = shutil.which("npm")
     if npm is None:
         raise NpmMissing("npm is not installed, and tests/node/node_modules was not installed before")
+    # One installer at a time: the suite's parallel workers share tests/node.
+    lock = TESTS_DIR.parent / "build" / "npm-ci.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with exclusive(lock, timeout=NPM_INSTALL_TIMEOUT_S, what="npm ci --prefix tests/node"):
+        if stamp.exists() and all(path.exists() for path in REQUIRED_PACKAGES):
+            return None
+        return _npm_ci(npm, stamp)
+
+
+def _npm_ci(npm: str, stamp: Path) -> Optional[str]:
     try:
         done = subprocess.run(
             [npm, "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
