@@ -13,9 +13,8 @@ which modules form each layer (by file or folder) and which layers each may
 import.  ``check_imports`` (``tests/import_rules.py``, where the rules are
 written) reads every file's syntax tree and reports each import that points
 elsewhere, each private module or name reached from outside its owner, and each
-I/O import in a layer without I/O.  ``ALLOWED`` names today's exceptions, each
-with the item of issue 36 that removes it; an entry that no longer occurs fails
-too, so the list only shrinks.
+I/O import in a layer without I/O.  ``ALLOWED`` is empty: an exception added
+to it must say why, and an entry that no longer occurs fails too.
 """
 
 from __future__ import annotations
@@ -92,34 +91,9 @@ def test_the_readme_names_every_top_level_module_and_package() -> None:
 
 # -- the import rule (tests/import_rules.py) ------------------------------------------------------
 
-#: Today's exceptions to the rules: (file or folder/, rule, target or folder/) -> the item of issue 36
-#: that removes it. The branches of issue 36 remove them; the lead empties this list at integration.
-OWNER = "issue 36 item 1: a request's life gets one owner (batch calls back up into the client)"
-FUTURE = "issue 36 item 2: concurrent.futures.Future as it is (no rewrite of its internals)"
-PRIVATE = "issue 36 item 3: no private name reached across modules"
-REDACT = "issue 36 item 3: redaction a small module at the bottom"
-LEGACY = "issue 36 items 3-4: the legacy fallback in mcp/, one resumable SSE stream for http/ and sse/"
-ALLOWED: Dict[Tuple[str, str, str], str] = {
-    ("_settling.py", "private attribute", "future._callbacks"): FUTURE,
-    ("_settling.py", "private attribute", "batch[0]._callbacks"): FUTURE,
-    ("batch.py", "private attribute", "client._resolve_timeout"): OWNER,
-    ("batch.py", "private attribute", "client._ids"): OWNER,
-    ("batch.py", "private attribute", "self._client._send_batch"): OWNER,
-    ("transports/stdio/_child.py", "private attribute", "self.reader._end_reason"): PRIVATE,
-    ("transports/stdio/_reader.py", "private module", "framing/_events.py"): PRIVATE,
-    ("auth/_dpop.py", "private name", "auth/_authlib.py: _module"): PRIVATE,
-    ("mcp/registry.py", "private attribute", "supervisor._call_timeout"): PRIVATE,
-    ("mcp/session.py", "private attribute", "self._rpc._resolve_timeout"): PRIVATE,
-    ("mcp/supervisor.py", "private attribute", "client._request_with_progress"): PRIVATE,
-    ("wsgi.py", "private attribute", "server._current"): PRIVATE,
-    ("wsgi.py", "private attribute", "server._HandlerContext"): PRIVATE,
-    ("observe.py", "private attribute", "client._observer"): PRIVATE,
-    ("observe.py", "layer client imports http", "transports/http/_redact.py"): REDACT,
-    ("observe.py", "private module", "transports/http/_redact.py"): REDACT,
-    ("transports/http/_transport.py", "layer http imports sse", "transports/sse/_transport.py"): LEGACY,
-    ("transports/sse/", "layer sse imports http", "transports/http/"): LEGACY,
-    ("transports/sse/", "private module", "transports/http/"): LEGACY,
-}
+#: Exceptions to the rules: (file or folder/, rule, target or folder/) -> why. Issue 36 emptied it; an
+#: entry added here must say why, and one that no longer occurs fails the check below.
+ALLOWED: Dict[Tuple[str, str, str], str] = {}
 
 
 def package_sources() -> Dict[str, str]:

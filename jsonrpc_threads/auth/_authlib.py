@@ -22,7 +22,8 @@ ASSERTION_LIFETIME_S = 300
 PrivateKey = Union[str, bytes]
 
 
-def _module(name: str) -> Any:
+def extra_module(name: str) -> Any:
+    """The module ``name`` of the auth extra, or an ImportError that says which extra to install."""
     try:
         return importlib.import_module(name)
     except ImportError as exc:
@@ -31,29 +32,29 @@ def _module(name: str) -> Any:
 
 def require() -> None:
     """Raise :class:`ImportError` naming the extra when Authlib is not installed."""
-    _module("authlib.oauth2.rfc7636")
+    extra_module("authlib.oauth2.rfc7636")
 
 
 def new_verifier() -> str:
     """A PKCE code verifier: 64 unreserved characters (RFC 7636 section 4.1)."""
-    return str(_module("authlib.common.security").generate_token(64))
+    return str(extra_module("authlib.common.security").generate_token(64))
 
 
 def new_state() -> str:
     """An unguessable ``state`` value."""
-    return str(_module("authlib.common.security").generate_token(32))
+    return str(extra_module("authlib.common.security").generate_token(32))
 
 
 def s256_challenge(verifier: str) -> str:
     """The S256 code challenge of ``verifier``."""
-    return str(_module("authlib.oauth2.rfc7636").create_s256_code_challenge(verifier))
+    return str(extra_module("authlib.oauth2.rfc7636").create_s256_code_challenge(verifier))
 
 
 def apply_client_auth(
     method: str, client_id: str, client_secret: Optional[str], url: str, headers: Dict[str, str], body: str
 ) -> Tuple[Dict[str, str], str]:
     """Authenticate a token-endpoint request: ``none``, ``client_secret_basic`` or ``client_secret_post``."""
-    auth = _module("authlib.oauth2.auth").ClientAuth(client_id, client_secret, method)
+    auth = extra_module("authlib.oauth2.auth").ClientAuth(client_id, client_secret, method)
     _, new_headers, new_body = auth.prepare("POST", url, dict(headers), body)
     return dict(new_headers), str(new_body)
 
@@ -64,10 +65,10 @@ def key_type_and_alg(private_key: PrivateKey) -> Tuple[str, str]:
     Raises:
         ValueError: the key is not a PEM private key of a supported type.
     """
-    serialization = _module("cryptography.hazmat.primitives.serialization")
-    rsa = _module("cryptography.hazmat.primitives.asymmetric.rsa")
-    ec = _module("cryptography.hazmat.primitives.asymmetric.ec")
-    ed25519 = _module("cryptography.hazmat.primitives.asymmetric.ed25519")
+    serialization = extra_module("cryptography.hazmat.primitives.serialization")
+    rsa = extra_module("cryptography.hazmat.primitives.asymmetric.rsa")
+    ec = extra_module("cryptography.hazmat.primitives.asymmetric.ec")
+    ed25519 = extra_module("cryptography.hazmat.primitives.asymmetric.ed25519")
     data = private_key.encode("ascii") if isinstance(private_key, str) else private_key
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -90,14 +91,14 @@ def client_assertion(private_key: PrivateKey, alg: Optional[str], client_id: str
         ValueError: the key cannot be used.
     """
     key_type, default_alg = key_type_and_alg(private_key)
-    rfc7523 = _module("authlib.oauth2.rfc7523")
+    rfc7523 = extra_module("authlib.oauth2.rfc7523")
     try:
         importlib.import_module("authlib._joserfc_helpers")
     except ImportError:
         key: Any = private_key  # Authlib < 1.7 signs with authlib.jose, which takes the PEM
     else:
         pem = private_key.decode("ascii") if isinstance(private_key, bytes) else private_key
-        key = _module("joserfc.jwk").import_key(pem, key_type)
+        key = extra_module("joserfc.jwk").import_key(pem, key_type)
     token = rfc7523.private_key_jwt_sign(
         key, client_id=client_id, token_endpoint=audience, alg=alg or default_alg, expires_in=ASSERTION_LIFETIME_S
     )

@@ -51,7 +51,7 @@ def _b64url(data: bytes) -> str:
 
 
 def _module(name: str) -> Any:
-    from ._authlib import _module as load  # noqa: PLC0415 - the extra's import, with its message
+    from ._authlib import extra_module as load  # noqa: PLC0415 - the extra's import, with its message
 
     return load(name)
 

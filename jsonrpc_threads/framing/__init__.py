@@ -27,6 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._events import Frame as Frame  # for the transports' annotations
     from .sse import SseDecoder
 
 

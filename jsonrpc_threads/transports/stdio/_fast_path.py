@@ -54,7 +54,7 @@ from ._reader import CLOSED_STDOUT, Deliver, ReadGate, StdoutReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ...framing._events import Frame
+    from ...framing import Frame
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 

@@ -38,7 +38,7 @@ from ..base import MessageSink
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ...framing._events import Frame
+    from ...framing import Frame
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 
