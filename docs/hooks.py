@@ -1,9 +1,4 @@
-"""mkdocs hooks: Sphinx roles read as plain code, and a site that works opened from disk.
-
-The package's docstrings are Google style with reStructuredText roles for
-cross-references; markdown renders a role as ``:class:<code>X</code>``.  This
-hook drops the role and a leading ``~`` (keeping the last dotted part, as
-Sphinx shows it), leaving ``<code>X</code>``.
+"""mkdocs hooks: a site that works opened from disk.
 
 Opened from disk (``build/site/index.html``), a page cannot fetch the search
 index (``search/search_index.json``): the theme then loads
@@ -17,23 +12,8 @@ fetches is ``docs/javascripts/file-worker.js``, written here.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
-
-_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):<code>(~?)([^<]+)</code>")
-
-
-def _plain(match: re.Match[str]) -> str:
-    name = match.group(2)
-    if match.group(1):
-        name = name.rsplit(".", 1)[-1]
-    return f"<code>{name}</code>"
-
-
-def on_page_content(html: str, **kwargs: Any) -> str:
-    return _ROLE.sub(_plain, html)
-
 
 #: Docstring warnings known and left to the owners of those files (the docs build
 #: is --strict: any other warning fails it).  (file, start of griffe's message).

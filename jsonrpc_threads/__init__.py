@@ -1,15 +1,15 @@
 """jsonrpc_threads: a synchronous, thread-safe JSON-RPC 2.0 and MCP client.
 
-Start with :class:`JsonRpcClient` over a :class:`StdioTransport` (a child
-process), an :class:`HttpTransport` (MCP Streamable HTTP) or an
-:class:`SseTransport` (MCP's legacy HTTP+SSE transport), or with
-:class:`jsonrpc_threads.mcp.McpClient` for MCP servers.
+Start with ``JsonRpcClient`` over a ``StdioTransport`` (a child
+process), an ``HttpTransport`` (MCP Streamable HTTP) or an
+``SseTransport`` (MCP's legacy HTTP+SSE transport), or with
+``jsonrpc_threads.mcp.McpClient`` for MCP servers.
 
 Importing the package costs almost nothing: only the exception tree is loaded
 here.  Every other public name is imported the first time it is used
 (``from jsonrpc_threads import HttpTransport`` loads ``requests`` then, not
 before), so a stdio-only program, and a tool server written on
-:mod:`jsonrpc_threads.server`, never pay for the HTTP stack.
+``jsonrpc_threads.server``, never pay for the HTTP stack.
 """
 
 from __future__ import annotations

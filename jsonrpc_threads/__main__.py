@@ -1,4 +1,4 @@
-"""``python -m jsonrpc_threads``: the command line of :mod:`jsonrpc_threads.cli`."""
+"""``python -m jsonrpc_threads``: the command line of ``jsonrpc_threads.cli``."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ _Self = TypeVar("_Self", bound="Closing")
 
 
 class Closing:
-    """Mixin: ``__enter__`` returns ``self``, ``__exit__`` calls :meth:`close` (exceptions propagate)."""
+    """Mixin: ``__enter__`` returns ``self``, ``__exit__`` calls ``close`` (exceptions propagate)."""
 
     __slots__ = ()
 

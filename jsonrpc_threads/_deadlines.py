@@ -1,11 +1,11 @@
 """Timeouts as they enter the library, and the deadlines made from them.
 
-Every timeout a caller passes goes through :func:`check_timeout` once, where it
-enters: a negative number or NaN is a :class:`ValueError`, a bool or a string
-a :class:`TypeError`, and ``inf`` (or anything longer than a thread can wait,
-:data:`threading.TIMEOUT_MAX`) means no deadline, exactly like ``None``.  From
-then on the library works with deadlines on the :func:`time.monotonic` clock
-(``None`` for none), and every wait goes through :func:`wait_slice`, which
+Every timeout a caller passes goes through ``check_timeout`` once, where it
+enters: a negative number or NaN is a ``ValueError``, a bool or a string
+a ``TypeError``, and ``inf`` (or anything longer than a thread can wait,
+``threading.TIMEOUT_MAX``) means no deadline, exactly like ``None``.  From
+then on the library works with deadlines on the ``time.monotonic`` clock
+(``None`` for none), and every wait goes through ``wait_slice``, which
 never hands a value a lock or ``poll()`` cannot take.  So no timeout, however
 odd, can break a waiting thread.
 
@@ -31,7 +31,7 @@ NO_DEADLINE_AT_S = min(threading.TIMEOUT_MAX, 1e9)
 
 
 class UseDefault:
-    """The type of :data:`DEFAULT_TIMEOUT`."""
+    """The type of ``DEFAULT_TIMEOUT``."""
 
     __slots__ = ()
 
@@ -85,7 +85,7 @@ def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
 
 
 def deadline_after(timeout: Optional[float]) -> Optional[float]:
-    """The :func:`time.monotonic` deadline ``timeout`` seconds from now (``None`` stays ``None``)."""
+    """The ``time.monotonic`` deadline ``timeout`` seconds from now (``None`` stays ``None``)."""
     return None if timeout is None else time.monotonic() + timeout
 
 
@@ -97,14 +97,14 @@ def time_left(deadline: Optional[float]) -> Optional[float]:
 
 
 def wait_slice(deadline: Optional[float]) -> float:
-    """How long the next wait towards ``deadline`` may be: at most :data:`MAX_WAIT_SLICE_S`."""
+    """How long the next wait towards ``deadline`` may be: at most ``MAX_WAIT_SLICE_S``."""
     if deadline is None:
         return MAX_WAIT_SLICE_S
     return min(MAX_WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))
 
 
 def wait_slice_ms(deadline: Optional[float], slice_ms: int) -> int:
-    """:func:`wait_slice` in whole milliseconds for ``poll()`` and socket timeouts: at most ``slice_ms``, rounded up."""
+    """``wait_slice`` in whole milliseconds for ``poll()`` and socket timeouts: at most ``slice_ms``, rounded up."""
     if deadline is None:
         return slice_ms
     left_ms = (deadline - time.monotonic()) * 1000.0
@@ -124,15 +124,15 @@ def passed(deadline: Optional[float]) -> bool:
 class Deadline:
     """One call's deadline, made once where the call enters and handed down to every step it triggers.
 
-    A step spends what is left (:meth:`remaining`) and never starts a timeout
+    A step spends what is left (``remaining``) and never starts a timeout
     of its own; ``timeout`` keeps the seconds the caller gave, for messages
     ("timed out after 4.0s" names the whole call, not what was left for its
     last step).  ``None`` means no deadline, exactly as for a timeout.
     Immutable; thread-safe.
 
     Attributes:
-        at: the :func:`time.monotonic` moment it passes, or ``None``.
-        timeout: the seconds the caller gave (after :func:`check_timeout`), or ``None``.
+        at: the ``time.monotonic`` moment it passes, or ``None``.
+        timeout: the seconds the caller gave (after ``check_timeout``), or ``None``.
     """
 
     __slots__ = ("at", "timeout")
@@ -143,12 +143,12 @@ class Deadline:
 
     @classmethod
     def after(cls, timeout: object, default: Optional[float] = None, what: str = "timeout") -> Deadline:
-        """The deadline ``timeout`` seconds from now; :data:`DEFAULT_TIMEOUT` (or ``...``) takes ``default``.
+        """The deadline ``timeout`` seconds from now; ``DEFAULT_TIMEOUT`` (or ``...``) takes ``default``.
 
         ``default`` is taken as it is (validate it where it was set).
 
         Raises:
-            TypeError, ValueError: as :func:`check_timeout`.
+            TypeError, ValueError: as ``check_timeout``.
         """
         use_default = isinstance(timeout, UseDefault) or timeout is Ellipsis
         seconds = default if use_default else check_timeout(timeout, what)

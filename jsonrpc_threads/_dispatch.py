@@ -1,12 +1,12 @@
 """Running a handler for an incoming request or notification: one policy for both sides.
 
-The client (answering its peer's requests) and :mod:`jsonrpc_threads.server`
+The client (answering its peer's requests) and ``jsonrpc_threads.server``
 (answering every request) run user handlers through the two functions here,
 so both map outcomes to answers the same way:
 
 - a result becomes a response (and when it cannot be encoded as JSON, a
   ``-32603`` "Answer is not JSON-serializable" error, logged);
-- a :class:`~jsonrpc_threads.errors.JsonRpcError` raised by the handler becomes
+- a ``JsonRpcError`` raised by the handler becomes
   that error, code, message and data as they are;
 - anything else the handler raises, ``SystemExit`` and ``KeyboardInterrupt``
   included, becomes ``-32603`` with ``data: {"exception": "<ClassName>"}``;

@@ -1,16 +1,16 @@
 """Loggers that cost nothing until something is logged.
 
-Importing :mod:`logging` takes longer than the rest of a tool server's start-up
+Importing ``logging`` takes longer than the rest of a tool server's start-up
 (it pulls in ``re``, ``traceback``, ``string`` and more), and a process that
 never imported it cannot have configured a handler or a level: a record of
 ours would only reach the package's ``NullHandler``.  So each module of the
-library takes a :class:`LazyLogger`, which imports :mod:`logging` the first
-time it is asked to log while :mod:`logging` is loaded, or as soon as it is
+library takes a ``LazyLogger``, which imports ``logging`` the first
+time it is asked to log while ``logging`` is loaded, or as soon as it is
 asked to log at WARNING or above.  Once loaded, it hands every call to the
 real ``logging.Logger`` of the same name; the package logger gets its
 ``NullHandler`` then, as ``import logging`` at the top of the package would.
 
-Thread-safe, as :mod:`logging` is.
+Thread-safe, as ``logging`` is.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import logging
     from typing import Any, Optional
 
-#: The levels of :mod:`logging`, without importing it.
+#: The levels of ``logging``, without importing it.
 DEBUG = 10
 INFO = 20
 WARNING = 30
@@ -53,7 +53,7 @@ class LazyLogger:
 
     @property
     def logger(self) -> logging.Logger:
-        """The real :class:`logging.Logger` (imports :mod:`logging`)."""
+        """The real ``logging.Logger`` (imports ``logging``)."""
         logger = self._logger
         if logger is None:
             logger = self._logger = _real_logger(self.name)

@@ -2,7 +2,7 @@
 
 Fields are the class's ``__slots__``, set by position or by name (with the
 class's ``_defaults``), or by a subclass's own ``__init__``; equality, hash
-and repr go by value.  No :mod:`dataclasses` (it imports :mod:`inspect`: a
+and repr go by value.  No ``dataclasses`` (it imports ``inspect``: a
 start-up cost every tool server would pay).  Pure; instances are immutable,
 so any thread may share them.
 """

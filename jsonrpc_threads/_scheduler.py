@@ -1,6 +1,6 @@
 """One timer thread over a heap of deadlines, shared by the whole process.
 
-Theory of operation: a :class:`Scheduler` owns a heap of ``(deadline,
+Theory of operation: a ``Scheduler`` owns a heap of ``(deadline,
 handle)`` entries and one daemon thread that sleeps on a condition until the
 earliest deadline, pops every due entry and runs its callback with the lock
 released.  Cancelling a handle only marks it; dead entries are skipped when
@@ -8,7 +8,7 @@ they surface and the heap is rebuilt when more than half of it is dead, so a
 cancel is O(1) and memory stays proportional to the live timers.
 
 However many deadlines are pending, they cost one thread: the process-wide
-instance (:func:`default_scheduler`) starts its thread lazily on the first
+instance (``default_scheduler``) starts its thread lazily on the first
 timer, is named ``jsonrpc-timer`` and is made again in a forked child.  A
 client keeps one timer here, at the earliest deadline its protocol core knows
 of, however many requests it has pending.
@@ -17,7 +17,7 @@ Callbacks run on the timer thread, one after the other: they must be short and
 must not block; the library schedules only its own code here, never a user's.
 Whatever a callback raises (``SystemExit`` included) is logged and the thread
 goes on, and no deadline (``inf`` included) makes it wait longer than
-:data:`~jsonrpc_threads._deadlines.MAX_WAIT_SLICE_S` at a time.
+``MAX_WAIT_SLICE_S`` at a time.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -40,7 +40,7 @@ _COMPACT_MIN_CANCELLED = 1024
 
 
 class TimerHandle:
-    """A scheduled callback.  :meth:`cancel` withdraws it if it has not run yet."""
+    """A scheduled callback.  ``cancel`` withdraws it if it has not run yet."""
 
     __slots__ = ("_args", "_callback", "_scheduler", "deadline")
 
@@ -91,7 +91,7 @@ class Scheduler:
         return self.call_at(time.monotonic() + delay, callback, *args)
 
     def call_at(self, deadline: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
-        """Run ``callback(*args)`` at ``deadline`` on the :func:`time.monotonic` clock.
+        """Run ``callback(*args)`` at ``deadline`` on the ``time.monotonic`` clock.
 
         Raises:
             RuntimeError: when the scheduler was stopped.

@@ -4,20 +4,20 @@ Theory of operation.  User code (handlers for the peer's requests,
 notification handlers, done-callbacks) runs on these threads: never on a
 transport's reader thread, the timer thread, or under a library lock.
 
-- :class:`WorkerPool` starts threads on demand up to ``max_workers``.  A
+- ``WorkerPool`` starts threads on demand up to ``max_workers``.  A
   worker that waits for an answer of the library's own clients (a handler
   calling back into its client) does not count against that limit while it
-  waits (:func:`waiting_for_answer`): the pool starts another thread for the
+  waits (``waiting_for_answer``): the pool starts another thread for the
   next task, so a peer that needs one more handler before it answers the ones
   waiting never deadlocks them.  Threads beyond ``max_workers`` end once idle.
-- :class:`DrainQueue` runs a burst of items (the done-callbacks of 100,000
+- ``DrainQueue`` runs a burst of items (the done-callbacks of 100,000
   timeouts) on a pool's workers without a task each: an item that blocks
   holds up its own worker only.
-- :class:`SerialLane` runs tasks one at a time, in submission order, on one
+- ``SerialLane`` runs tasks one at a time, in submission order, on one
   thread of its own: a client's notifications go through it, in arrival order.
-- :class:`CallWaiter` is what a blocking ``call()`` waits on (a lock held
+- ``CallWaiter`` is what a blocking ``call()`` waits on (a lock held
   from birth, released when settled; on a worker, it waits as
-  :func:`waiting_for_answer`), and :class:`library_settling` the block in which
+  ``waiting_for_answer``), and ``library_settling`` the block in which
   the library settles futures: their done-callbacks are collected there, for
   the workers, instead of run on the settling (reader, timer) thread.
 
@@ -60,12 +60,12 @@ class PoolClosed(RuntimeError):
 
 
 def current_worker() -> Optional[object]:
-    """The :class:`WorkerPool` or :class:`SerialLane` running the calling thread, else None."""
+    """The ``WorkerPool`` or ``SerialLane`` running the calling thread, else None."""
     return _local.owner
 
 
 class _WaitingForAnswer:
-    """See :func:`waiting_for_answer`."""
+    """See ``waiting_for_answer``."""
 
     __slots__ = ("_pool",)
 
@@ -118,7 +118,7 @@ class WorkerPool:
         """Run ``fn(*args)`` on a worker.
 
         Raises:
-            PoolClosed: after :meth:`shutdown`.
+            PoolClosed: after ``shutdown``.
         """
         with self._lock:
             if self._closed:
@@ -233,7 +233,7 @@ class WorkerPool:
 class DrainQueue:
     """Items run in order by a pool's workers, as many at once as the pool has room for.
 
-    :meth:`put` adds items to one shared queue and starts drainers (pool tasks
+    ``put`` adds items to one shared queue and starts drainers (pool tasks
     that run items until the queue is empty), never more than the pool can run
     at once counting those already draining.  ``run(item)`` runs each; what it
     raises (``SystemExit`` included) is logged and the drainer goes on.
@@ -253,7 +253,7 @@ class DrainQueue:
         """Queue ``items`` (in order) and start the drainers they need.
 
         Raises:
-            PoolClosed: when the pool is shut down (the items stay queued for :meth:`drain`).
+            PoolClosed: when the pool is shut down (the items stay queued for ``drain``).
         """
         with self._lock:
             self._queue.extend(items)
@@ -270,7 +270,7 @@ class DrainQueue:
                 raise
 
     def drain(self, *, counted: bool = True) -> None:
-        """Run queued items until there are none (``counted``: a drainer started by :meth:`put`)."""
+        """Run queued items until there are none (``counted``: a drainer started by ``put``)."""
         queue, run = self._queue, self._run
         while True:
             try:
@@ -293,8 +293,8 @@ class SerialLane:
     """One daemon thread running tasks one at a time, in submission order.
 
     The thread starts with the first task.  Each task gets a ticket
-    (:meth:`submit`); :meth:`finished` tells whether a given one ran, and
-    :meth:`busy` whether any submitted task is still queued or running.
+    (``submit``); ``finished`` tells whether a given one ran, and
+    ``busy`` whether any submitted task is still queued or running.
     """
 
     def __init__(self, name: str) -> None:
@@ -312,7 +312,7 @@ class SerialLane:
         """Queue ``fn(*args)``; returns its ticket (1, 2, 3... in submission order).
 
         Raises:
-            PoolClosed: after :meth:`shutdown`.
+            PoolClosed: after ``shutdown``.
         """
         with self._lock:
             if self._closed:
@@ -412,7 +412,7 @@ class CallWaiter:
         """True once settled, or once the answer arrived and waits for notification handlers.
 
         What a caller that reads its own answer reads until: past this point
-        it only waits to be settled (:meth:`wait`), which the handlers' end
+        it only waits to be settled (``wait``), which the handlers' end
         does at once, instead of polling a pipe that has nothing more for it.
         """
         return self._settled or self._held
@@ -443,7 +443,7 @@ class CallWaiter:
 
 
 class _Collecting(threading.local):
-    """Per thread: the done-callbacks a :class:`library_settling` block collects (None outside one)."""
+    """Per thread: the done-callbacks a ``library_settling`` block collects (None outside one)."""
 
     deferred: Optional[List[Any]] = None  # a class attribute: None on every other thread
 
@@ -452,15 +452,15 @@ _collecting = _Collecting()
 
 
 def collected_callbacks() -> Optional[List[Any]]:
-    """Inside a :class:`library_settling` block: the list that collects done-callbacks; else None."""
+    """Inside a ``library_settling`` block: the list that collects done-callbacks; else None."""
     return _collecting.deferred
 
 
 class library_settling:
     """``with library_settling(runner):`` around the library settling futures: their callbacks go to ``runner``.
 
-    A future's done-callbacks put themselves in :func:`collected_callbacks`
-    instead of running (:mod:`jsonrpc_threads.core.futures`); ``runner`` gets them all (a list, one
+    A future's done-callbacks put themselves in ``collected_callbacks``
+    instead of running (``jsonrpc_threads.core.futures``); ``runner`` gets them all (a list, one
     item a future, in the order the futures settled) when the outermost block
     ends, and runs them on workers, never on this thread.  Nests.
     """

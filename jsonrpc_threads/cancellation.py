@@ -33,7 +33,7 @@ STYLES: Dict[str, CancellationBuilder] = {"mcp": mcp_cancellation, "lsp": lsp_ca
 
 
 def resolve_style(style: Union[str, CancellationBuilder, None]) -> Optional[CancellationBuilder]:
-    """The builder for ``style``: a name in :data:`STYLES`, a callable, or ``None``.
+    """The builder for ``style``: a name in ``STYLES``, a callable, or ``None``.
 
     Raises:
         ValueError: for an unknown name.

@@ -26,7 +26,7 @@ the others are still listed.  ``call`` prints the tool's text result on stdout
 (``--json``: the whole result) with a progress bar on stderr while the server
 reports progress.  ``rpc`` sends one raw JSON-RPC request and prints its
 result (or the error object) as JSON.  ``rpc --stdio`` starts the server as
-:class:`~jsonrpc_threads.transports.stdio.StdioTransport` does: with an
+``StdioTransport`` does: with an
 allowlist of the environment (``PATH``, ``HOME``, ``LANG``, ...), plus each
 ``--env NAME=VALUE``; ``--inherit-env`` passes the whole environment instead.
 ``lsp`` starts a language server (framed with ``Content-Length``) on the
@@ -36,12 +36,12 @@ prints the answer as JSON: the server's ``definition``, ``hover`` or
 characters, as editors and compilers show them), or the ``diagnostics`` it
 publishes for ``FILE``; then shuts the server down.
 
-On a terminal, a call that runs for more than :data:`ELAPSED_AFTER_S` seconds
+On a terminal, a call that runs for more than ``ELAPSED_AFTER_S`` seconds
 shows its elapsed time on stderr (and ``call`` a live progress bar while the
 server reports progress); when stderr is not a terminal, only progress reports
 are written, one line each.
 
-Exit codes (:data:`EXIT_CODES`):
+Exit codes (``EXIT_CODES``):
 
 ====  =======================================================================
 0     success
@@ -309,10 +309,10 @@ def _read_json(text: Optional[str], what: str, stdin: IO[str]) -> Any:
 class ProgressDisplay:
     """Shows progress notifications on a stream: a live bar on a terminal, else one line each.
 
-    On a terminal (``live``), :meth:`start` also starts a thread that shows the
-    elapsed time once the call has run :data:`ELAPSED_AFTER_S` seconds
+    On a terminal (``live``), ``start`` also starts a thread that shows the
+    elapsed time once the call has run ``ELAPSED_AFTER_S`` seconds
     (``waiting for <what>... 3s``, or after the bar once progress arrived);
-    :meth:`finish` stops it and clears the line.  Nothing but progress lines is
+    ``finish`` stops it and clears the line.  Nothing but progress lines is
     written to a stream that is not a terminal.
 
     Thread-safe (progress callbacks run on worker threads).
@@ -700,7 +700,7 @@ def _configure_logging(verbosity: int, err: IO[str]) -> Callable[[], None]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line; returns the exit code (see :data:`EXIT_CODES`)."""
+    """Run the command line; returns the exit code (see ``EXIT_CODES``)."""
     out, err, stdin = sys.stdout, sys.stderr, sys.stdin
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     restore = _configure_logging(args.verbose, err)

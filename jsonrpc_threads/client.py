@@ -1,8 +1,8 @@
 """JsonRpcClient: the public face of a JSON-RPC 2.0 client over any transport.
 
-The client lives in :mod:`jsonrpc_threads.core` (the protocol core in
-:mod:`~jsonrpc_threads.core.protocol`, the threaded shell in
-:mod:`~jsonrpc_threads.core.client`); this module keeps the names importable
+The client lives in ``jsonrpc_threads.core`` (the protocol core in
+``protocol``, the threaded shell in
+``client``); this module keeps the names importable
 from where they always were.
 """
 

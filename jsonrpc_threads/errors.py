@@ -1,30 +1,30 @@
 """The exception tree of jsonrpc_threads, and its table of error codes.
 
-Every exception the library raises is a :class:`JsonRpcError`, so one
+Every exception the library raises is a ``JsonRpcError``, so one
 ``except JsonRpcError`` catches them all.  Where a builtin base helps callers that
-already handle it, the class has it too (:class:`RequestTimeout` is a
-:class:`TimeoutError`, :class:`TransportClosed` a :class:`ConnectionError`, ...).
+already handle it, the class has it too (``RequestTimeout`` is a
+``TimeoutError``, ``TransportClosed`` a ``ConnectionError``, ...).
 This module imports nothing of the package: the client, the transports and
 ``auth/`` define their errors here and import them from here.  The MCP
 layer's own errors (MCP's codes, the protocol's violations, the tool
-registry's lookups) live in :mod:`jsonrpc_threads.mcp.errors`; the table
+registry's lookups) live in ``jsonrpc_threads.mcp.errors``; the table
 below lists them too, and they stay importable from here, loaded on first
 use (nothing below ``mcp/`` asks for them).
 
 Who said so.  An error is either the peer's answer or a local failure:
 
-- :class:`RemoteError`: the peer answered a request with an error response.
-  :func:`error_from_response` is the one place where a wire error becomes an
-  exception, and it returns only :class:`RemoteError` instances: for the five
+- ``RemoteError``: the peer answered a request with an error response.
+  ``error_from_response`` is the one place where a wire error becomes an
+  exception, and it returns only ``RemoteError`` instances: for the five
   codes of the JSON-RPC 2.0 specification the ``Remote*`` class, which is also
-  the standard class (:class:`RemoteMethodNotFound` is a :class:`MethodNotFound`
-  and a :class:`RemoteError`); for any other code a plain :class:`RemoteError`.
-- The five standard classes (:class:`ParseError` .. :class:`InternalError`) name
+  the standard class (``RemoteMethodNotFound`` is a ``MethodNotFound``
+  and a ``RemoteError``); for any other code a plain ``RemoteError``.
+- The five standard classes (``ParseError`` .. ``InternalError``) name
   a code, whoever raised it.  A handler inside
-  :func:`jsonrpc_threads.server.serve` (or an ``on_request`` handler) raises
+  ``jsonrpc_threads.server.serve`` (or an ``on_request`` handler) raises
   ``MethodNotFound(message=..., data=None)`` to answer with -32601, and the
-  library raises :class:`ParseError` / :class:`InvalidRequest` itself when a
-  message it received is malformed; those are not :class:`RemoteError`.  So
+  library raises ``ParseError`` / ``InvalidRequest`` itself when a
+  message it received is malformed; those are not ``RemoteError``.  So
   ``except MethodNotFound`` catches the code from anywhere, ``except
   RemoteError`` every answer of the peer.
 - Everything else is local: nothing answered in time, the transport is gone,
@@ -32,10 +32,10 @@ Who said so.  An error is either the peer's answer or a local failure:
   lookup is wrong.  Their codes come from the server-error range
   -32000..-32099, as the official MCP SDKs do; they are never looked up from
   wire errors, so a peer that answers with the same code still produces a plain
-  :class:`RemoteError`.
+  ``RemoteError``.
 - One code beyond the specification is known on the wire: -32800, the
   ``RequestCancelled`` of the Language Server Protocol (in the range JSON-RPC
-  reserves for implementations), becomes :class:`RequestCancelled`.
+  reserves for implementations), becomes ``RequestCancelled``.
 
 The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
 
@@ -73,13 +73,13 @@ The table (``code``: the value of ``.code``; ``peer``: the code the peer sent)::
     UnsupportedProtocolVersion -32022  remote   RemoteError    mcp.errors.error_from_mcp
 
 MCP's codes.  MCP revision 2026-07-28 reserves -32020..-32099 for the codes
-it defines.  :func:`error_from_response` serves every JSON-RPC peer and
-leaves them plain :class:`RemoteError`; the MCP layer turns them into their
-classes (:func:`jsonrpc_threads.mcp.errors.error_from_mcp`), so only an MCP
+it defines.  ``error_from_response`` serves every JSON-RPC peer and
+leaves them plain ``RemoteError``; the MCP layer turns them into their
+classes (``jsonrpc_threads.mcp.errors.error_from_mcp``), so only an MCP
 server's -32022 becomes an ``UnsupportedProtocolVersion``.
 
 Pickling.  Every exception here (and any subclass a user writes) pickles and
-copies with its attributes: :class:`JsonRpcError` records the arguments its
+copies with its attributes: ``JsonRpcError`` records the arguments its
 class was called with, and rebuilds from them, then restores the instance's
 attributes (a message changed after construction included).
 """
@@ -118,7 +118,7 @@ _MCP_NAMES: FrozenSet[str] = frozenset(
 def __getattr__(name: str) -> Any:
     """``RequestId`` (``Union[int, str]``), made on first use: typing loads only when asked for.
 
-    The MCP layer's errors (:data:`_MCP_NAMES`) load ``jsonrpc_threads.mcp.errors`` on first use.
+    The MCP layer's errors (``_MCP_NAMES``) load ``jsonrpc_threads.mcp.errors`` on first use.
     """
     if name == "RequestId":
         from typing import Union  # noqa: PLC0415
@@ -148,7 +148,7 @@ TRANSPORT_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 HTTP_ERROR = -32002
 MESSAGE_TOO_LARGE = -32003
-#: The code of :class:`ConfigError`.
+#: The code of ``ConfigError``.
 CONFIG_ERROR = -32010
 #: The peer cancelled the request (the Language Server Protocol's ``RequestCancelled``).
 REQUEST_CANCELLED = -32800
@@ -218,7 +218,7 @@ class RemoteError(JsonRpcError):
 
     ``code``, ``message`` and ``data`` are the peer's, as sent.  The request
     reached the peer and was refused: retrying the same request will usually be
-    refused again.  Built by :func:`error_from_response` only.
+    refused again.  Built by ``error_from_response`` only.
     """
 
 
@@ -297,7 +297,7 @@ class RequestCancelled(RemoteError):
     ``$/cancelRequest`` and it had not finished yet, or when it dropped the
     request itself (a newer edit of the document made the answer moot).  A
     request this client gave up on (timeout, ``Future.cancel()``) has already
-    failed with :class:`RequestTimeout` or ``CancelledError``: the peer's later
+    failed with ``RequestTimeout`` or ``CancelledError``: the peer's later
     -32800 answer is dropped, so this exception means the *peer* decided.
     Retrying is safe; the request may be answered next time (after the
     document settled).
@@ -535,11 +535,11 @@ def error_from_response(error: Any) -> RemoteError:
         error: the ``error`` member, as decoded.
 
     Returns:
-        A :class:`RemoteError`: the ``Remote*`` class of a standard code, the
-        class of :data:`PROTOCOL_ERRORS` for a code listed there
-        (:class:`RequestCancelled`), else a plain :class:`RemoteError` with
+        A ``RemoteError``: the ``Remote*`` class of a standard code, the
+        class of ``PROTOCOL_ERRORS`` for a code listed there
+        (``RequestCancelled``), else a plain ``RemoteError`` with
         the peer's code.  A malformed error
-        object (not a mapping, code not an int) is a :class:`RemoteInternalError`
+        object (not a mapping, code not an int) is a ``RemoteInternalError``
         with the original object in ``data``.
     """
     if not isinstance(error, dict):

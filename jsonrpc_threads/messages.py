@@ -2,9 +2,9 @@
 
 This module knows the shape of the four JSON-RPC 2.0 messages and nothing of who
 sends them or how they travel.  Messages on the wire are plain JSON objects;
-:func:`parse_message` turns one decoded object into a small frozen event
-(:class:`Request`, :class:`Notification`, :class:`Response` or
-:class:`ErrorResponse`), and the ``*_message`` builders go the other way.
+``parse_message`` turns one decoded object into a small frozen event
+(``Request``, ``Notification``, ``Response`` or
+``ErrorResponse``), and the ``*_message`` builders go the other way.
 
 Rules enforced here (JSON-RPC 2.0, jsonrpc.org/specification):
 
@@ -54,7 +54,7 @@ def _make_fast_dumps() -> Optional[Callable[[Any], str]]:
     ``JSONEncoder.encode`` builds a new C encoder object for every call; this
     one is made once, without circular-reference markers (shared markers could
     be left dirty by a failed call).  A circular message then ends in
-    ``RecursionError``, and :func:`encode` retries it with ``_dumps``, which
+    ``RecursionError``, and ``encode`` retries it with ``_dumps``, which
     raises the ``ValueError`` it always did.  None where the C encoder is
     missing or its signature differs.
     """
@@ -77,7 +77,7 @@ def _make_fast_dumps() -> Optional[Callable[[Any], str]]:
 
 _fast_dumps = _make_fast_dumps()
 
-#: Method names as JSON, as :func:`encode_request` wrote them (a client calls few
+#: Method names as JSON, as ``encode_request`` wrote them (a client calls few
 #: methods, many times); at most this many are kept.
 _METHOD_JSON_ENTRIES = 512
 _method_json: Dict[str, bytes] = {}

@@ -1,28 +1,28 @@
 """Watching clients: counters, a trace of every message on the wire, and OpenTelemetry spans.
 
-Theory of operation.  A :class:`~jsonrpc_threads.client.JsonRpcClient` counts
+Theory of operation.  A ``JsonRpcClient`` counts
 its requests from birth (its ``stats()``: the protocol core counts timeouts,
 cancels and errors as it decides them) and, only when someone asks, keeps an
-:class:`Observer` (made here, attached through the client's
+``Observer`` (made here, attached through the client's
 ``attach_observer``).  Without an observer a client pays one ``is None`` test
 at each hook point; with one, the hook hands the event over and returns:
 
-- the wire trace (:func:`trace_wire`): every message the client sends or
+- the wire trace (``trace_wire``): every message the client sends or
   receives, as the bytes went on the wire, is stamped with the time and queued
-  on the observer's serial lane (:class:`~jsonrpc_threads._workers.SerialLane`,
+  on the observer's serial lane (``SerialLane``,
   one daemon thread per traced client, in order).  The lane decodes the text,
   redacts it as the transport's log lines are (a URL's query string and user
   info, ``Bearer ...`` credentials, the values of secret headers: see
-  :mod:`jsonrpc_threads.transports.redact`) and calls your function.
+  ``jsonrpc_threads.transports.redact``) and calls your function.
   Your function never runs on a reader thread, the timer thread or under a
   lock of the library, and a slow one delays only the trace.  When the
   transport ends, the lane delivers what it holds and its thread ends;
-- close listeners (:func:`add_close_listener`): library code (the tool
+- close listeners (``add_close_listener``): library code (the tool
   registry's supervisor) told at once that a client's transport went away.
   They run where the end was seen (a reader thread) and must only record and
   schedule: never block, never call user code.
 
-OpenTelemetry (:class:`ToolTracing`) is for the MCP layer: a span per tool
+OpenTelemetry (``ToolTracing``) is for the MCP layer: a span per tool
 call, started and ended on the caller's thread, whose W3C ``traceparent``
 goes to the server in the request's ``_meta``.  ``opentelemetry-api`` (the
 ``otel`` extra) is imported only when tracing is asked for.
@@ -52,7 +52,7 @@ logger = get_logger(__name__)
 
 #: The keys of ``JsonRpcClient.stats()``, in order.
 STAT_KEYS = ("calls", "errors", "timeouts", "cancels", "pending")
-#: The name of the tracer that :class:`ToolTracing` asks OpenTelemetry for.
+#: The name of the tracer that ``ToolTracing`` asks OpenTelemetry for.
 TRACER_NAME = "jsonrpc_threads"
 
 
@@ -69,7 +69,7 @@ class WireMessage:
         direction: ``"out"`` (sent by the client) or ``"in"`` (received).
         transport: the transport's label (a command, or a URL without its query).
         text: the JSON text (a message or a batch), redacted.
-        time: when the client handed it over or got it (:func:`time.time`).
+        time: when the client handed it over or got it (``time.time``).
     """
 
     __slots__ = ("direction", "text", "time", "transport")
@@ -105,9 +105,9 @@ class _Redactor:
 
 
 class Observer:
-    """What watches one client: close listeners and the wire trace.  Made by :func:`observer_of`.
+    """What watches one client: close listeners and the wire trace.  Made by ``observer_of``.
 
-    The client calls :meth:`sent`, :meth:`received` and :meth:`closed` from
+    The client calls ``sent``, ``received`` and ``closed`` from
     its own hook points (any thread, a reader thread included): each returns
     at once.  Thread-safe.
     """
@@ -204,7 +204,7 @@ def trace_wire(
 ) -> None:
     """Call ``callback(message)`` with every message ``client`` sends and receives, redacted.
 
-    ``callback`` gets a :class:`WireMessage` per message (a batch is one
+    ``callback`` gets a ``WireMessage`` per message (a batch is one
     message), in the order the client handed them over or got them, on a
     thread of the trace's own (never a reader thread, the timer thread, or
     under a lock of the library); what it raises is logged.  The text is
@@ -215,7 +215,7 @@ def trace_wire(
     module (on the trace's thread, when the first message is delivered).
 
     Args:
-        client: a :class:`~jsonrpc_threads.client.JsonRpcClient` (an
+        client: a ``JsonRpcClient`` (an
             ``McpClient``'s is its ``.rpc``).
         callback: the function, or ``None`` to stop tracing.
         headers: headers whose secret values must not appear (an HTTP

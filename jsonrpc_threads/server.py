@@ -1,10 +1,10 @@
 """A newline-delimited stdio JSON-RPC 2.0 server loop for writing tools in Python.
 
-Theory of operation: :func:`serve` reads one JSON text per line from a binary
+Theory of operation: ``serve`` reads one JSON text per line from a binary
 input stream on the calling thread, classifies it with
-:mod:`jsonrpc_threads.messages`, and hands every request and notification to a
+``jsonrpc_threads.messages``, and hands every request and notification to a
 small pool of daemon worker threads, which call ``handler(method, params)``.
-Answers go out through one :class:`ServerConnection`, whose lock serializes
+Answers go out through one ``ServerConnection``, whose lock serializes
 writes so each answer is exactly one line (``json + "\\n"``, flushed).  The
 reader never waits for a handler: a slow or hung tool does not stop the others
 (unless ``max_workers=1``, which gives strict one-at-a-time handling in arrival
@@ -15,16 +15,16 @@ Wire rules (JSON-RPC 2.0):
 - A line that is not JSON is answered with ``-32700`` and ``"id": null``; a
   value that is not a valid message with ``-32600`` (carrying its id when a valid
   one could be read, else ``null``).  The loop goes on in both cases.
-- A line longer than ``max_line_bytes`` (default :data:`DEFAULT_MAX_LINE_BYTES`)
+- A line longer than ``max_line_bytes`` (default ``DEFAULT_MAX_LINE_BYTES``)
   is discarded without being parsed and answered with ``-32600``, ``"id": null``
   and ``data: {"reason": ..., "limit": N}``: its id cannot be read, but a peer
   waiting for it learns that something was refused.
 - Blank lines are skipped.  Lines are split on ``b"\\n"`` only (U+2028 and U+2029
   inside JSON strings are ordinary characters); a trailing ``b"\\r"`` is
   harmless JSON whitespace.
-- A handler raising a :class:`~jsonrpc_threads.errors.JsonRpcError` (for
-  instance :class:`~jsonrpc_threads.errors.MethodNotFound` or
-  :class:`~jsonrpc_threads.errors.InvalidParams`) answers with that error's
+- A handler raising a ``JsonRpcError`` (for
+  instance ``MethodNotFound`` or
+  ``InvalidParams``) answers with that error's
   code, message and data.  Any other exception answers ``-32603`` with
   ``data: {"exception": "<ClassName>"}``; its traceback is logged, never sent.
 - Notifications are never answered, even when their handler fails.
@@ -37,13 +37,13 @@ Wire rules (JSON-RPC 2.0):
   answering them could start an error ping-pong with the peer.
 
 Handlers send notifications of their own (progress, logs) with the module-level
-:func:`notify`, and find the id of the request they serve with
-:func:`current_request_id`; both work on the thread that runs the handler.
-:func:`current_connection` returns the :class:`ServerConnection` itself, to be
+``notify``, and find the id of the request they serve with
+``current_request_id``; both work on the thread that runs the handler.
+``current_connection`` returns the ``ServerConnection`` itself, to be
 handed to other threads.
 
 End of input: the loop stops reading, waits up to ``drain_timeout`` (default
-:data:`EOF_DRAIN_TIMEOUT_S`) for running handlers so their answers go out, then
+``EOF_DRAIN_TIMEOUT_S``) for running handlers so their answers go out, then
 closes the connection (later writes are dropped) and returns.  Handlers still
 running are left on their daemon threads and cannot keep the process alive.  A
 broken output (the peer went away) ends the loop quietly as well.  Once the
@@ -51,7 +51,7 @@ output is closed, messages still queued are dropped without calling the handler.
 
 Logging: everything goes to ``logging.getLogger("jsonrpc_threads.server")``.
 When the process has not configured logging (the root logger has no handler),
-:func:`serve` attaches a stderr handler to that logger for its duration, so the
+``serve`` attaches a stderr handler to that logger for its duration, so the
 tracebacks of failing handlers reach stderr (see ``log_to_stderr``).
 """
 
@@ -120,13 +120,13 @@ class _ServerLogger(LazyLogger):
 
 logger = _ServerLogger(__name__)
 
-#: At end of input, how long :func:`serve` waits for running handlers before it returns.
+#: At end of input, how long ``serve`` waits for running handlers before it returns.
 EOF_DRAIN_TIMEOUT_S = 5.0
 #: How many handlers run at once by default.
 DEFAULT_MAX_WORKERS = 8
 #: The longest line accepted by default (16 MiB, without the newline).
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
-#: When :func:`serve` returns, how long it waits for its idle workers to exit.
+#: When ``serve`` returns, how long it waits for its idle workers to exit.
 WORKER_JOIN_GRACE_S = 1.0
 
 _DISCARD_CHUNK_BYTES = 64 * 1024
@@ -142,11 +142,11 @@ def __getattr__(name: str) -> Any:
 
 
 class ServerConnection:
-    """The output side of one :func:`serve` loop: every message is one flushed line.
+    """The output side of one ``serve`` loop: every message is one flushed line.
 
-    Created by :func:`serve`; handlers reach it through :func:`current_connection`.
-    Thread-safe: any thread may call :meth:`notify` at any time, and writes never
-    interleave.  Once the output is broken or :func:`serve` has returned, the
+    Created by ``serve``; handlers reach it through ``current_connection``.
+    Thread-safe: any thread may call ``notify`` at any time, and writes never
+    interleave.  Once the output is broken or ``serve`` has returned, the
     connection is closed and messages are dropped (logged at debug level).
     """
 
@@ -224,10 +224,10 @@ _current: contextvars.ContextVar[Optional[_HandlerContext]] = contextvars.Contex
 
 
 class handling:
-    """``with handling(connection, request_id):`` what :func:`notify`, :func:`current_request_id` and
-    :func:`current_connection` see inside the block, on this thread.
+    """``with handling(connection, request_id):`` what ``notify``, ``current_request_id`` and
+    ``current_connection`` see inside the block, on this thread.
 
-    :func:`serve` runs every handler in one; :mod:`jsonrpc_threads.wsgi` runs
+    ``serve`` runs every handler in one; ``jsonrpc_threads.wsgi`` runs
     the same handlers in one too, so that they work there unchanged.
     """
 
@@ -257,7 +257,7 @@ def notify(method: str, params: Params = None) -> None:
     to the request being handled.  Best effort: dropped when the output is gone.
     Works on the thread that runs the handler (a thread the handler starts sees it
     only when run through ``contextvars.copy_context().run``; otherwise pass it
-    :func:`current_connection`).  Thread-safe.
+    ``current_connection``).  Thread-safe.
 
     Args:
         method: the notification's method.
@@ -466,8 +466,8 @@ _stderr_handler: Optional[logging.Handler] = None
 def _attach_stderr_logging() -> bool:
     """serve() begins: log to stderr while it runs, unless the process configured logging.
 
-    When :mod:`logging` was never imported, nobody configured it: the handler
-    goes in when this module first logs (see :class:`_ServerLogger`), so a
+    When ``logging`` was never imported, nobody configured it: the handler
+    goes in when this module first logs (see ``_ServerLogger``), so a
     server that logs nothing never loads logging.
     """
     global _stderr_users, _stderr_pending
@@ -551,10 +551,10 @@ def serve(
     notification, on a worker thread, up to ``max_workers`` at a time: it must be
     thread-safe unless ``max_workers=1``.  Its return value is the result (any
     JSON-encodable value); it raises a
-    :class:`~jsonrpc_threads.errors.JsonRpcError` (e.g.
-    :class:`~jsonrpc_threads.errors.MethodNotFound`,
-    :class:`~jsonrpc_threads.errors.InvalidParams`) to answer with that error.
-    Inside it, :func:`notify` and :func:`current_request_id` are available.  The
+    ``JsonRpcError`` (e.g.
+    ``MethodNotFound``,
+    ``InvalidParams``) to answer with that error.
+    Inside it, ``notify`` and ``current_request_id`` are available.  The
     wire rules are in the module docstring.
 
     Args:

@@ -1,30 +1,30 @@
 """An in-memory transport for tests: both ends of a JSON-RPC connection, and no process.
 
-Theory of operation.  :meth:`MemoryTransport.pair` makes two connected ends;
-each is a real :class:`~jsonrpc_threads.transports.base.Transport`.  What one
+Theory of operation.  ``MemoryTransport.pair`` makes two connected ends;
+each is a real ``Transport``.  What one
 end sends is queued for the other, whose reader thread hands it to its sink,
 one message at a time and in the order it was sent, as a stdio reader thread
 would: so a client over one end behaves exactly as over a pipe, its threads
 and all, and nothing is delivered on the sender's own thread.  Closing one end
 is the other end's end of stream: its sink hears ``transport_closed`` once the
 messages sent before were delivered, and a later ``send`` there raises
-:class:`~jsonrpc_threads.errors.TransportClosed`.
+``TransportClosed``.
 
 The other end is whatever your test needs:
 
-- a server written the way :func:`jsonrpc_threads.server.serve` serves it:
-  :meth:`MemoryTransport.serving` runs ``serve(handler)`` itself on a thread,
+- a server written the way ``jsonrpc_threads.server.serve`` serves it:
+  ``MemoryTransport.serving`` runs ``serve(handler)`` itself on a thread,
   over this pair instead of stdin and stdout, so ``handler(method, params)``
-  answers, and :func:`jsonrpc_threads.server.notify` and
-  :func:`~jsonrpc_threads.server.current_request_id` work inside it;
-- another :class:`~jsonrpc_threads.JsonRpcClient`, whose ``on_request`` and
+  answers, and ``jsonrpc_threads.server.notify`` and
+  ``current_request_id`` work inside it;
+- another ``JsonRpcClient``, whose ``on_request`` and
   ``on_notification`` handlers play the peer (and may call back);
 - your own sink (any object with ``message_received(data)`` and
   ``transport_closed(error)``), which sees every message as raw bytes and
-  answers with the end's :meth:`MemoryTransport.send`.
+  answers with the end's ``MemoryTransport.send``.
 
-Every wait is bounded by a named constant, and :meth:`MemoryTransport.close`
-joins the threads of its end (and, for :meth:`~MemoryTransport.serving`, the
+Every wait is bounded by a named constant, and ``MemoryTransport.close``
+joins the threads of its end (and, for ``serving``, the
 server's).  Thread-safe: any method may be called from any thread.
 """
 
@@ -43,7 +43,7 @@ __all__ = ["READER_JOIN_S", "SERVER_STOP_WAIT_S", "MemoryTransport"]
 
 #: ``close()``: how long to wait for an end's reader thread (it may be running a sink call).
 READER_JOIN_S = 2.0
-#: ``close()`` of a :meth:`MemoryTransport.serving` end: how long to wait for the server to
+#: ``close()`` of a ``MemoryTransport.serving`` end: how long to wait for the server to
 #: return (it waits up to its ``drain_timeout`` for running handlers, then for its workers).
 SERVER_STOP_WAIT_S = 10.0
 
@@ -51,10 +51,10 @@ _END = object()  # in an inbox: the other end closed
 
 
 class MemoryTransport(Closing):
-    """One end of an in-memory connection; make them with :meth:`pair` or :meth:`serving`.
+    """One end of an in-memory connection; make them with ``pair`` or ``serving``.
 
-    Thread-safe: :meth:`send` from any number of threads (messages arrive in
-    the order the sends returned), :meth:`close` from any thread, any number
+    Thread-safe: ``send`` from any number of threads (messages arrive in
+    the order the sends returned), ``close`` from any thread, any number
     of times.
     """
 
@@ -101,10 +101,10 @@ class MemoryTransport(Closing):
         """An end whose other side is ``jsonrpc_threads.server.serve(handler)``, run on a thread.
 
         The server reads what this end sends and answers as a tool server on
-        stdio would (the wire rules of :mod:`jsonrpc_threads.server`), with
+        stdio would (the wire rules of ``jsonrpc_threads.server``), with
         ``max_workers`` handlers at once.  Closing this end is the server's end
         of input: it waits up to ``drain_timeout`` for running handlers, and
-        ``close()`` waits for it (at most :data:`SERVER_STOP_WAIT_S`).
+        ``close()`` waits for it (at most ``SERVER_STOP_WAIT_S``).
 
         Args:
             handler: ``handler(method, params) -> result``, as for ``serve()``.
@@ -187,8 +187,8 @@ class MemoryTransport(Closing):
 
         This end's sink hears ``transport_closed`` (once); what was queued for
         it and not delivered yet is dropped.  Joins this end's reader thread
-        (at most :data:`READER_JOIN_S`) and, for a :meth:`serving` end, the
-        server (at most :data:`SERVER_STOP_WAIT_S`).  Idempotent.
+        (at most ``READER_JOIN_S``) and, for a ``serving`` end, the
+        server (at most ``SERVER_STOP_WAIT_S``).  Idempotent.
         """
         with self._cond:
             first = not self._closed

@@ -1,12 +1,12 @@
 """A WSGI application that serves ``handler(method, params)`` as JSON-RPC 2.0 over HTTP.
 
-Theory of operation.  :class:`JsonRpcApp` is the HTTP twin of
-:func:`jsonrpc_threads.server.serve`: the same handler, the same policy for
-what a handler returns or raises (:mod:`jsonrpc_threads._dispatch`: a result
-becomes a response, a :class:`~jsonrpc_threads.errors.JsonRpcError` that
+Theory of operation.  ``JsonRpcApp`` is the HTTP twin of
+``jsonrpc_threads.server.serve``: the same handler, the same policy for
+what a handler returns or raises (``jsonrpc_threads._dispatch``: a result
+becomes a response, a ``JsonRpcError`` that
 error, anything else ``-32603`` with the exception's class name, the
 traceback logged, never sent), the same envelopes
-(:mod:`jsonrpc_threads.messages`).  Mount it in any WSGI server or framework
+(``jsonrpc_threads.messages``).  Mount it in any WSGI server or framework
 (gunicorn, waitress, uWSGI, wsgiref; a Flask or Django route) to expose tools
 from a threaded web app.  It speaks MCP Streamable HTTP in its JSON answer
 mode, stateless:
@@ -44,11 +44,11 @@ thread-safe (the server runs many requests at once).
 
 No notifications.  An answer is one JSON body, so a handler cannot send a
 notification (progress, a log message) before it.  A handler written for
-:func:`jsonrpc_threads.server.serve` runs here unchanged:
-:func:`jsonrpc_threads.server.current_request_id` works, and
-:func:`jsonrpc_threads.server.notify` drops what it is given (logged at
+``jsonrpc_threads.server.serve`` runs here unchanged:
+``jsonrpc_threads.server.current_request_id`` works, and
+``jsonrpc_threads.server.notify`` drops what it is given (logged at
 debug level), so a ``progressToken`` in a request's ``_meta`` gets no
-progress.  :func:`current_request_id` and :func:`current_environ` (the
+progress.  ``current_request_id`` and ``current_environ`` (the
 request's WSGI environ: headers, remote address, what an auth middleware put
 there) work inside a handler too.
 
@@ -165,7 +165,7 @@ class JsonRpcApp:
 
     Args:
         handler: ``handler(method, params) -> result``, called on the request's
-            thread; it raises a :class:`~jsonrpc_threads.errors.JsonRpcError`
+            thread; it raises a ``JsonRpcError``
             (``MethodNotFound``, ``InvalidParams``...) to answer with that error.
         max_body_bytes: the largest request body accepted (``413`` beyond).
         allowed_origins: origins (``"https://app.example.com"``) a browser may
@@ -173,7 +173,7 @@ class JsonRpcApp:
         allowed_hosts: the ``Host`` values the app answers (``421``
             otherwise): ``"name"`` for any port, ``"name:port"`` for one,
             ``"*"`` for any name.  ``None`` (the default): over loopback only
-            the loopback names (:data:`LOOPBACK_HOSTS`), from another
+            the loopback names (``LOOPBACK_HOSTS``), from another
             machine any (see the module docstring: DNS rebinding).
         path: serve only this path (``404`` elsewhere); ``None``: every path
             (a framework's route chooses).

@@ -1,7 +1,7 @@
 """What the A2A tests share: the SDK-served agent (tests/peers/a2a_agent.py) as a child process.
 
-Not a test module.  :class:`AgentProcess` starts the agent with its flags and
-learns its URLs from what it prints (no port is guessed); :func:`seen` reads
+Not a test module.  ``AgentProcess`` starts the agent with its flags and
+learns its URLs from what it prints (no port is guessed); ``seen`` reads
 the headers each of its ports received.
 """
 

@@ -1,6 +1,6 @@
 """Running a fork test's script in a fresh interpreter (the test process itself never forks).
 
-:func:`run_script` gives the script what every fork test needs first (the
+``run_script`` gives the script what every fork test needs first (the
 warning filter for fork() with threads alive, ``PEER``: the argv of the stdio
 test peer, and ``alive(pid)``), then the test module's own prelude and the
 test's body; it returns the script's stdout lines and fails the test when the

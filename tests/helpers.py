@@ -1,8 +1,8 @@
 """A scripted peer that lives in this process, for tests of the client itself.
 
-:func:`scripted` gives the client's end of a public
-:class:`~jsonrpc_threads.testing.MemoryTransport` pair whose other end is a
-:class:`MemoryPeer`: what the client sends reaches the peer on that end's reader
+``scripted`` gives the client's end of a public
+``MemoryTransport`` pair whose other end is a
+``MemoryPeer``: what the client sends reaches the peer on that end's reader
 thread, and what the peer sends is delivered to the client on the client end's,
 in order, as a stdio reader thread would.  The peer answers the same methods as
 ``tests/peers/stdio_peer.py`` that the contract suite uses (``echo``, ``add``,
@@ -229,7 +229,7 @@ class MemoryPeer:
 
 
 def scripted(peer: Optional[MemoryPeer] = None) -> MemoryTransport:
-    """The client's end of a :class:`~jsonrpc_threads.testing.MemoryTransport` pair whose other end is ``peer``."""
+    """The client's end of a ``MemoryTransport`` pair whose other end is ``peer``."""
     return (peer or MemoryPeer()).connect()
 
 

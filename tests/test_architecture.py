@@ -89,6 +89,20 @@ def test_the_readme_names_every_top_level_module_and_package() -> None:
     assert sorted(named - top) == [], "the README's Architecture table names what does not exist"
 
 
+_SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):`")
+
+
+def test_no_docstring_or_comment_holds_a_sphinx_role() -> None:
+    """``help()``, editors and the reference pages show a docstring as written: code is ``name``, never a role."""
+    found = [
+        f"{path}:{number}"
+        for path, text in package_sources().items()
+        for number, line in enumerate(text.splitlines(), 1)
+        if _SPHINX_ROLE.search(line)
+    ]
+    assert found == [], "write ``name`` instead of ``name`` (and the like)"
+
+
 # -- the import rule (tests/import_rules.py) ------------------------------------------------------
 
 #: Exceptions to the rules: (file or folder/, rule, target or folder/) -> why. Issue 36 emptied it; an

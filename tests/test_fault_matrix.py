@@ -1,6 +1,6 @@
 """The fault matrix: one table of named faults, run against every transport each applies to.
 
-Each row of :data:`MATRIX` names a fault of the peer (a hang, a crash, garbage,
+Each row of ``MATRIX`` names a fault of the peer (a hang, a crash, garbage,
 a wrong id, a hostile HTTP answer, ...), the transports it applies to, the
 action that meets it, the exception that action must raise on each transport
 (``None``: it returns normally), the longest the action may take, and what must
@@ -25,7 +25,7 @@ the scenario kills the server.  Transports: ``stdio``, ``http`` (JSON answers)
 and ``http-sse`` (SSE answers).
 
 ``python -m tests.test_fault_matrix`` prints the docs page ``docs/failure-modes.md``,
-generated from the table; :func:`test_readme_matches_the_matrix` keeps the two equal.
+generated from the table; ``test_readme_matches_the_matrix`` keeps the two equal.
 """
 
 from __future__ import annotations

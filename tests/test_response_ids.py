@@ -1,6 +1,6 @@
 """The id scan of an oversized answer, pure: the same answer as ``json.loads`` of the whole text, or none.
 
-:class:`~jsonrpc_threads.framing.response_ids.ResponseIdScan` is fed a JSON
+``ResponseIdScan`` is fed a JSON
 text in pieces and names the responses it held.  Checked here: key orders (the
 TypeScript SDK writes ``result`` before ``id``), an ``id`` nested in ``result``,
 ``error`` or ``params`` or inside a string, requests and notifications, batches,

@@ -6,7 +6,7 @@ HTTP 500), timing out, cancelled, batched.  Every future gets a done-callback
 that counts: each must settle exactly once, with the outcome its operation
 expects, and none may be left pending.  Memory (``tracemalloc``, this process
 only: the peers run as child processes) must stay flat: the second half of the
-run may not sit higher than the first half by more than :data:`GROWTH_MAX_BYTES`.
+run may not sit higher than the first half by more than ``GROWTH_MAX_BYTES``.
 
 ``JSONRPC_SOAK_S`` sets the duration (default 60 s).
 """

@@ -1,6 +1,6 @@
 """One config model (jsonrpc_threads/transports/config.py): one parser, the same ``${VAR}`` expansion everywhere.
 
-:func:`parse_entry` is the only validator of a server entry; ``transport_from_config``,
+``parse_entry`` is the only validator of a server entry; ``transport_from_config``,
 ``McpClient(entry)`` and ``ToolRegistry`` all go through it, so a variable is
 expanded the same way whichever door the entry comes in by.  Real children:
 tests/peers/stdio_peer.py (plain JSON-RPC), the bundled example MCP server and

@@ -2,9 +2,9 @@
 
 An agent talks to another over A2A (a2a-protocol.org, v1.0; v0.3 agents too,
 told apart by their card): JSON-RPC over HTTP, answers streamed as server-sent
-events.  :class:`A2aClient` is that client, built on the package's public faces
-only: :class:`~jsonrpc_threads.JsonRpcClient` over an
-:class:`~jsonrpc_threads.HttpTransport` (and its ``open_stream`` for the
+events.  ``A2aClient`` is that client, built on the package's public faces
+only: ``JsonRpcClient`` over an
+``HttpTransport`` (and its ``open_stream`` for the
 streaming methods), and the exception tree.
 
     from jsonrpc_threads.a2a import A2aClient, text_of

@@ -1,12 +1,12 @@
 """Timeouts as they enter the A2A client, and the one deadline each public call makes of its own.
 
-A public method of :class:`~jsonrpc_threads.a2a.A2aClient` turns its ``timeout``
-into a :class:`Deadline` once, where it enters; every step that call triggers
+A public method of ``A2aClient`` turns its ``timeout``
+into a ``Deadline`` once, where it enters; every step that call triggers
 (the card's fetch on a first call, the request, the whole of a stream, the
 polls of a wait) asks it what is left and never starts a timeout of its own.
 Timeouts follow the rules of the rest of the library: ``None`` (or ``inf``)
-means none, a negative number or NaN is a :class:`ValueError`, a bool or a
-string a :class:`TypeError`, ``0`` expires at once.  (The ACP client keeps a
+means none, a negative number or NaN is a ``ValueError``, a bool or a
+string a ``TypeError``, ``0`` expires at once.  (The ACP client keeps a
 twin of this module: neither layer reaches into the other, nor below the
 package's public faces.)
 
@@ -48,7 +48,7 @@ def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
 
 
 class Deadline:
-    """A point on the :func:`time.monotonic` clock, or none; made once, spent by every step.
+    """A point on the ``time.monotonic`` clock, or none; made once, spent by every step.
 
     Attributes:
         timeout: the seconds it was made from (``None``: no deadline).
@@ -66,7 +66,7 @@ class Deadline:
         """The deadline of a call's ``timeout`` (``default`` for ``DEFAULT_TIMEOUT`` and ``...``).
 
         Raises:
-            TypeError, ValueError: as :func:`check_timeout`.
+            TypeError, ValueError: as ``check_timeout``.
         """
         if timeout is DEFAULT_TIMEOUT or timeout is Ellipsis:
             return cls(default)

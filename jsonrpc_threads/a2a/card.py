@@ -1,19 +1,19 @@
 """The agent card: where it is, which of its interfaces this client speaks to, and who gets credentials (pure).
 
 Theory of operation.  An A2A agent describes itself in a card (JSON), found at
-``/.well-known/agent-card.json`` under its base URL (:func:`card_url`; a URL
+``/.well-known/agent-card.json`` under its base URL (``card_url``; a URL
 whose path ends in ``.json`` is the card itself).  The card lists the
-interfaces the agent serves; :func:`choose_interface` takes the first JSON-RPC
+interfaces the agent serves; ``choose_interface`` takes the first JSON-RPC
 interface of version 1.0 (``supportedInterfaces``, in the agent's order of
 preference), else the first of version 0.3, else what a v0.3 card says in its
 own fields (``url`` with ``preferredTransport``, ``additionalInterfaces``): the
-card tells the version, and so the :class:`~.wire.Dialect`.
+card tells the version, and so the ``Dialect``.
 
 Credentials.  What the caller gives to authenticate (``auth``, ``headers``,
 ``header_provider``) goes to the origin of the card (scheme, host and port)
 and to the origins the caller allows, and nowhere else: a card is data from the
 network, and one that names an interface on another origin must not collect
-the caller's credentials there.  :class:`Origins` decides.
+the caller's credentials there.  ``Origins`` decides.
 
 Pure: no I/O, no threads.
 """
@@ -97,7 +97,7 @@ class Interface:
 
     Attributes:
         url: the JSON-RPC endpoint.
-        dialect: the version's spelling (:data:`~.wire.V1` or :data:`~.wire.V03`).
+        dialect: the version's spelling (``V1`` or ``V03``).
         tenant: the ``tenant`` the card names for it (v1.0), or ``None``.
     """
 

@@ -22,10 +22,10 @@ state and the task's id on stderr: answer with ``--task-id``), or the agent
 refused the message; 2 for a usage error; 4 for a timeout; 5 when the agent
 could not be reached or the stream broke.  ``--timeout`` is one deadline for
 the whole command (the card's fetch, the message, the whole stream), by
-default :data:`DEFAULT_TIMEOUT_S`.
+default ``DEFAULT_TIMEOUT_S``.
 
-This module registers the command (:func:`add_command`) and runs it
-(:func:`run`); :mod:`jsonrpc_threads.cli` dispatches to it.
+This module registers the command (``add_command``) and runs it
+(``run``); ``jsonrpc_threads.cli`` dispatches to it.
 """
 
 from __future__ import annotations

@@ -1,20 +1,20 @@
 """A2aClient: a synchronous Agent2Agent (A2A) client that works from any thread.
 
-Theory of operation.  An :class:`A2aClient` talks to one remote agent over
+Theory of operation.  An ``A2aClient`` talks to one remote agent over
 A2A's JSON-RPC binding (v1.0, and v0.3 agents, told apart by their card).  The
 pieces, one module each:
 
-- :mod:`.connection`: the card, fetched once, the JSON-RPC client on the
+- ``connection``: the card, fetched once, the JSON-RPC client on the
   interface it names, and who gets the credentials;
-- :mod:`.events`: a streaming call's events as a bounded iterator;
-- :mod:`.wire`: the JSON of both versions, and readers that take either (pure);
-- :mod:`.card`: the card's interfaces and origins (pure);
-- :mod:`.errors`: A2A's error codes as exceptions.
+- ``events``: a streaming call's events as a bounded iterator;
+- ``wire``: the JSON of both versions, and readers that take either (pure);
+- ``card``: the card's interfaces and origins (pure);
+- ``errors``: A2A's error codes as exceptions.
 
 Deadlines.  Every method makes one deadline of its ``timeout`` (by default
 ``default_timeout``) where it enters, and every step it triggers spends what is
 left of it: the card's fetch (on a first call), the request, the whole of a
-stream, each poll and subscription of :meth:`A2aClient.wait`.
+stream, each poll and subscription of ``A2aClient.wait``.
 
 Threads.  A call runs its request on the caller's thread (the HTTP exchange
 too, unless ``auth`` or a ``header_provider`` may block: then on the
@@ -42,8 +42,8 @@ from .wire import TASK, MessageLike, event_kind, is_done, list_params, state_of
 
 logger = logging.getLogger(__name__)
 
-#: The first pause between two polls of :meth:`A2aClient.wait` (an agent that cannot stream),
-#: doubled after each poll up to :data:`POLL_MAX_S`.
+#: The first pause between two polls of ``A2aClient.wait`` (an agent that cannot stream),
+#: doubled after each poll up to ``POLL_MAX_S``.
 POLL_FIRST_S = 0.1
 #: The longest pause between two polls.
 POLL_MAX_S = 2.0
@@ -56,8 +56,8 @@ class A2aClient:
     """A synchronous client of one A2A agent.  Thread-safe; a context manager.
 
     Results are the wire JSON as plain dicts, as the agent spelled it (v1.0:
-    ``"TASK_STATE_COMPLETED"``, v0.3: ``"completed"``): :func:`state_of`,
-    :func:`event_kind` and :func:`text_of` (in :mod:`jsonrpc_threads.a2a`)
+    ``"TASK_STATE_COMPLETED"``, v0.3: ``"completed"``): ``state_of``,
+    ``event_kind`` and ``text_of`` (in ``jsonrpc_threads.a2a``)
     read either.
 
     Args:
@@ -172,8 +172,8 @@ class A2aClient:
             task_id: the task to continue (``taskId``): the answer to an
                 ``input-required`` task, say.
             return_immediately: ask the agent to answer at once with the task
-                still running (then :meth:`wait`, :meth:`subscribe` or
-                :meth:`get_task` follow it).
+                still running (then ``wait``, ``subscribe`` or
+                ``get_task`` follow it).
             timeout: as every method.
 
         Returns:
@@ -184,7 +184,7 @@ class A2aClient:
             TaskNotFound, UnsupportedOperation, ContentTypeNotSupported, A2aError:
                 the agent refused (a ``task_id`` it does not know, a task that ended).
             ProtocolError: an answer that is neither a Task nor a Message.
-            TransportClosed, HttpError, JsonRpcError: as :meth:`fetch_card`, and
+            TransportClosed, HttpError, JsonRpcError: as ``fetch_card``, and
                 the agent's other errors.
             TypeError, ValueError: a message that is neither a ``str`` nor a
                 Message dict, or that names another task or context.
@@ -212,14 +212,14 @@ class A2aClient:
         (``close()``, a ``with`` block, or leave a ``for`` early and drop it)
         to stop early: the HTTP answer is closed and its thread ends.
 
-        Args: as :meth:`send_message`.
+        Args: as ``send_message``.
 
         Raises:
             RequestTimeout, TransportClosed, HttpError, ProtocolError: the
-                card's fetch, before anything is sent (see :meth:`fetch_card`);
+                card's fetch, before anything is sent (see ``fetch_card``);
                 the stream raises the rest as it is read (see
-                :class:`~jsonrpc_threads.a2a.EventStream`).
-            TypeError, ValueError: as :meth:`send_message`.
+                ``EventStream``).
+            TypeError, ValueError: as ``send_message``.
         """
         deadline = self._deadline(timeout)
         agent = self._agent(deadline, "SendStreamingMessage")
@@ -243,7 +243,7 @@ class A2aClient:
 
         Raises:
             TaskNotFound: the agent knows no such task.
-            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as :meth:`send_message`.
+            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as ``send_message``.
         """
         deadline = self._deadline(timeout)
         return self._get_task(_text(task_id, "task_id"), history_length, deadline, "GetTask")
@@ -266,7 +266,7 @@ class A2aClient:
         Raises:
             MethodNotFound: a v0.3 agent (that version cannot list tasks); nothing is sent.
             ValueError: an unknown ``status``.
-            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as :meth:`send_message`.
+            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as ``send_message``.
         """
         deadline = self._deadline(timeout)
         agent = self._agent(deadline, "ListTasks")
@@ -282,7 +282,7 @@ class A2aClient:
         Raises:
             TaskNotCancelable: the task ended already (or cannot be canceled now).
             TaskNotFound: the agent knows no such task.
-            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as :meth:`send_message`.
+            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as ``send_message``.
         """
         deadline = self._deadline(timeout)
         agent = self._agent(deadline, "CancelTask")
@@ -291,13 +291,13 @@ class A2aClient:
         return _dict(self._connection.call(dialect.cancel_task, params, deadline), "CancelTask")
 
     def subscribe(self, task_id: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> EventStream:
-        """``SubscribeToTask`` (v0.3: ``tasks/resubscribe``): a running task's events, as :meth:`stream_message`.
+        """``SubscribeToTask`` (v0.3: ``tasks/resubscribe``): a running task's events, as ``stream_message``.
 
         The first event is the task as it stands.
 
         Raises:
             RequestTimeout, TransportClosed, HttpError, ProtocolError: as
-                :meth:`stream_message`; the stream raises ``TaskNotFound``, or
+                ``stream_message``; the stream raises ``TaskNotFound``, or
                 ``UnsupportedOperation`` for a task that ended already.
         """
         deadline = self._deadline(timeout)
@@ -308,13 +308,13 @@ class A2aClient:
         """Wait for the task to be terminal or interrupted; the task then (``GetTask``'s answer).
 
         Subscribes to it when the agent streams (``capabilities.streaming``),
-        else polls ``GetTask`` (:data:`POLL_FIRST_S`, doubling to
-        :data:`POLL_MAX_S`); the timeout bounds it all.
+        else polls ``GetTask`` (``POLL_FIRST_S``, doubling to
+        ``POLL_MAX_S``); the timeout bounds it all.
 
         Raises:
             RequestTimeout: the task was still running at the deadline (it goes on).
             TaskNotFound: the agent knows no such task.
-            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as :meth:`send_message`.
+            RequestTimeout, TransportClosed, HttpError, JsonRpcError: as ``send_message``.
         """
         deadline = self._deadline(timeout)
         task_id = _text(task_id, "task_id")
@@ -338,7 +338,7 @@ class A2aClient:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` was called."""
+        """True once ``close`` was called."""
         return self._closed.is_set()
 
     def __enter__(self) -> A2aClient:

@@ -1,31 +1,31 @@
 """The connection to one agent: its card, fetched once, and the JSON-RPC client on the interface it names.
 
-Theory of operation.  An :class:`AgentConnection` knows where the card is and
+Theory of operation.  An ``AgentConnection`` knows where the card is and
 what the caller gave to authenticate; the first call that needs the agent
 fetches the card (a GET through
-:meth:`~jsonrpc_threads.transports.http.HttpTransport.open_stream`, on a
+``open_stream``, on a
 transport made for it and closed after), chooses its JSON-RPC interface
-(:func:`~.card.choose_interface`: the version, and so the dialect), and puts a
-:class:`~jsonrpc_threads.JsonRpcClient` on an
-:class:`~jsonrpc_threads.HttpTransport` to it.  Every request carries
+(``choose_interface``: the version, and so the dialect), and puts a
+``JsonRpcClient`` on an
+``HttpTransport`` to it.  Every request carries
 ``A2A-Version`` (``1.0``, or ``0.3`` for a v0.3 agent); the credentials go only
-where :class:`~.card.Origins` trusts (both transports are made from one
-:class:`~jsonrpc_threads.transports.http.HttpSettings`, with or without them).
+where ``Origins`` trusts (both transports are made from one
+``HttpSettings``, with or without them).
 
 The card's fetch is a single flight: the first caller fetches it with its own
 deadline while the others wait for the lock with theirs; a fetch that failed is
 tried again by the next caller (a network blip is not forever), one that
 succeeded is kept.  Then:
 
-- :meth:`AgentConnection.call` sends a request with ``JsonRpcClient.call``
+- ``AgentConnection.call`` sends a request with ``JsonRpcClient.call``
   (the caller's thread carries the POST) and returns its result;
-- :meth:`AgentConnection.stream` sends a streaming request with ``open_stream``
-  and returns the transport's stream of messages, for :mod:`.events` to read.
+- ``AgentConnection.stream`` sends a streaming request with ``open_stream``
+  and returns the transport's stream of messages, for ``events`` to read.
 
-Both take the caller's :class:`~._deadline.Deadline` and spend what is left of
-it, the card's fetch included; a :class:`~jsonrpc_threads.RequestTimeout` names
+Both take the caller's ``Deadline`` and spend what is left of
+it, the card's fetch included; a ``RequestTimeout`` names
 the whole call's timeout.  A2A's error codes become their classes
-(:func:`~.errors.error_from_a2a`).  Only public faces are used: ``JsonRpcClient``,
+(``error_from_a2a``).  Only public faces are used: ``JsonRpcClient``,
 ``HttpTransport`` (``open_stream``, ``from_settings``), ``HttpSettings``,
 ``messages`` and the exception tree.
 
@@ -190,7 +190,7 @@ class AgentConnection:
         Raises:
             RequestTimeout: no answer before ``deadline`` (naming its whole timeout).
             A2aError: the agent's refusal with one of A2A's codes (its subclass).
-            JsonRpcError: any other error, the card's fetch's included (see :meth:`ready`).
+            JsonRpcError: any other error, the card's fetch's included (see ``ready``).
         """
         agent = self.ready(deadline, method)
         try:
@@ -204,7 +204,7 @@ class AgentConnection:
         """Send a streaming request; the stream of its answer's messages, and the request's id.
 
         Raises:
-            RequestTimeout, TransportClosed, HttpError, ProtocolError: as :meth:`ready`
+            RequestTimeout, TransportClosed, HttpError, ProtocolError: as ``ready``
                 (what the answer brings is raised by the stream).
         """
         agent = self.ready(deadline, method)

@@ -4,11 +4,11 @@ Theory of operation.  An A2A agent answers a refused request with a JSON-RPC
 error whose code names what went wrong (the A2A specification, "Error Code
 Mappings": the same codes in v1.0 and v0.3, which had the first seven).  The
 library below this layer serves every JSON-RPC peer and turns such an answer
-into a plain :class:`~jsonrpc_threads.errors.RemoteError`; the A2A client turns
-it into the class of its code here (:func:`error_from_a2a`), so only an A2A
-agent's -32001 becomes a :class:`TaskNotFound`.  Each class is a
-:class:`~jsonrpc_threads.errors.RemoteError` (so a
-:class:`~jsonrpc_threads.errors.JsonRpcError`), with the agent's ``code``,
+into a plain ``RemoteError``; the A2A client turns
+it into the class of its code here (``error_from_a2a``), so only an A2A
+agent's -32001 becomes a ``TaskNotFound``.  Each class is a
+``RemoteError`` (so a
+``JsonRpcError``), with the agent's ``code``,
 ``message`` and ``data`` (v1.0 agents send a list of detail objects there, each
 with an ``@type``), and is built as ``Cls(message=None, data=None)``.
 
@@ -128,7 +128,7 @@ A2A_ERRORS: Dict[int, Type[A2aError]] = {
 def error_from_a2a(error: JsonRpcError) -> JsonRpcError:
     """The A2A class of an agent's error answer with one of A2A's codes; any other error as it is.
 
-    Only a plain :class:`~jsonrpc_threads.errors.RemoteError` (the peer's answer
+    Only a plain ``RemoteError`` (the peer's answer
     with a code the JSON-RPC layer does not know) is turned: a local error that
     happens to share a code (``RequestTimeout`` is -32001 too) never is.
     """

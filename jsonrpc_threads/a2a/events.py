@@ -5,10 +5,10 @@ Theory of operation.  ``SendStreamingMessage`` and ``SubscribeToTask`` (v0.3:
 several JSON-RPC responses, all with the request's id; each result is one
 event (a Task, a Message, a status or an artifact update).  That does not fit
 a client whose requests each settle one future, so the request goes out with
-:meth:`~jsonrpc_threads.transports.http.HttpTransport.open_stream` and an
-:class:`EventStream` reads its messages: each is decoded, checked to answer
+``open_stream`` and an
+``EventStream`` reads its messages: each is decoded, checked to answer
 this request (others are logged and skipped), and its result unwrapped
-(:meth:`~.wire.Dialect.unwrap`); an error response is raised (A2A's codes as
+(``unwrap``); an error response is raised (A2A's codes as
 their classes) and ends the stream.
 
 The stream ends where A2A says it does: after a Message, or once the task
@@ -17,15 +17,15 @@ reaches a terminal state (``completed``, ``canceled``, ``failed``,
 the event that says so is the last one handed over, and the HTTP answer is
 closed at once, without waiting for the agent to end it.  An answer that ends
 before that (the agent died, a proxy cut it) is an
-:class:`~jsonrpc_threads.HttpConnectionError`.
+``HttpConnectionError``.
 
 Bounded: the call's deadline bounds the whole stream (the transport's stream
 carries it: every socket read, every wait for the next event), and then
-:class:`~jsonrpc_threads.RequestTimeout` is raised.  Closing the stream (or
+``RequestTimeout`` is raised.  Closing the stream (or
 leaving a ``for`` early and dropping it) closes the HTTP answer; its thread
 ends with it.
 
-Thread-safety: one thread iterates; :meth:`EventStream.close` may be called
+Thread-safety: one thread iterates; ``EventStream.close`` may be called
 from any thread.
 """
 
@@ -56,8 +56,8 @@ class EventStream:
 
     Each event is what the agent sent, out of its v1.0 wrapper: a Task, a
     Message, a status-update or an artifact-update
-    (:func:`~jsonrpc_threads.a2a.event_kind` tells which,
-    :func:`~jsonrpc_threads.a2a.state_of` the state it reports).
+    (``event_kind`` tells which,
+    ``state_of`` the state it reports).
 
     Iterating raises:
         RequestTimeout: the call's timeout passed before the stream ended.

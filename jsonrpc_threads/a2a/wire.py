@@ -1,7 +1,7 @@
 """What A2A messages look like, in both versions this client speaks: v1.0, and v0.3 (pure).
 
 Theory of operation.  The two versions carry the same things differently, and
-a :class:`Dialect` holds every difference this client meets:
+a ``Dialect`` holds every difference this client meets:
 
 - method names: ``SendMessage``, ``SendStreamingMessage``, ``GetTask``,
   ``ListTasks``, ``CancelTask``, ``SubscribeToTask`` (v1.0); ``message/send``,
@@ -9,14 +9,14 @@ a :class:`Dialect` holds every difference this client meets:
   (v0.3, which has no task listing);
 - results: v1.0 wraps them (``{"task": ...}`` or ``{"message": ...}``, and a
   stream's events ``{"statusUpdate": ...}``, ``{"artifactUpdate": ...}``); v0.3
-  sends the object itself, its ``kind`` naming what it is.  :meth:`Dialect.unwrap`
+  sends the object itself, its ``kind`` naming what it is.  ``Dialect.unwrap``
   takes the object out, as the agent spelled it;
 - enums: ``TASK_STATE_INPUT_REQUIRED`` and ``ROLE_USER`` (v1.0, ProtoJSON),
   ``input-required`` and ``user`` (v0.3); parts: ``{"text": ...}`` (v1.0),
   ``{"kind": "text", "text": ...}`` (v0.3).
 
-The readers below (:func:`event_kind`, :func:`state_of`, :func:`ends_stream`,
-:func:`text_of`) take either version's objects, so code above them (and a
+The readers below (``event_kind``, ``state_of``, ``ends_stream``,
+``text_of``) take either version's objects, so code above them (and a
 caller) need not know which version an agent speaks: a state is always named
 the short way (``"working"``, ``"input-required"``, ``"completed"``, ...).
 
@@ -50,7 +50,7 @@ INTERRUPTED_STATES: FrozenSet[str] = frozenset({"input-required", "auth-required
 #: Every state, as this module names them.
 STATES: FrozenSet[str] = TERMINAL_STATES | INTERRUPTED_STATES | {"submitted", "working", "unknown"}
 
-#: What a stream's event is (:func:`event_kind`).
+#: What a stream's event is (``event_kind``).
 TASK, MESSAGE, STATUS_UPDATE, ARTIFACT_UPDATE = "task", "message", "status-update", "artifact-update"
 #: v1.0's wrapper keys (a result's, a stream event's) -> the kind of what they hold.
 _WRAPPERS = {"task": TASK, "message": MESSAGE, "statusUpdate": STATUS_UPDATE, "artifactUpdate": ARTIFACT_UPDATE}
@@ -254,7 +254,7 @@ def ends_stream(event: Mapping[str, Any]) -> bool:
 
 
 def is_done(task: Mapping[str, Any]) -> bool:
-    """True for a task in a terminal or interrupted state (what :meth:`A2aClient.wait` waits for)."""
+    """True for a task in a terminal or interrupted state (what ``A2aClient.wait`` waits for)."""
     state = state_of(task)
     return state in TERMINAL_STATES or state in INTERRUPTED_STATES
 

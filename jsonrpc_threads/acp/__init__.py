@@ -3,9 +3,9 @@
 An editor (the client) drives a coding agent (a child process) over stdio with
 ACP, version 1 (agentclientprotocol.com): sessions, prompt turns that stream
 ``session/update`` notifications, and the agent's requests back to the client
-(permission, files, terminals).  :class:`AcpClient` is that client, built on
-the package's public faces only: :class:`~jsonrpc_threads.JsonRpcClient` over a
-:class:`~jsonrpc_threads.StdioTransport`, and the exception tree.
+(permission, files, terminals).  ``AcpClient`` is that client, built on
+the package's public faces only: ``JsonRpcClient`` over a
+``StdioTransport``, and the exception tree.
 
     from jsonrpc_threads.acp import AcpClient
 

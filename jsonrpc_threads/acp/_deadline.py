@@ -1,12 +1,12 @@
 """Timeouts as they enter the ACP client, and the one deadline each public call makes of its own.
 
-A public method of :class:`~jsonrpc_threads.acp.AcpClient` turns its ``timeout``
-into a :class:`Deadline` once, where it enters; every step that call triggers
+A public method of ``AcpClient`` turns its ``timeout``
+into a ``Deadline`` once, where it enters; every step that call triggers
 (the handshake when it has not run, the request itself, the ``session/cancel``
 of a prompt that timed out) asks the deadline what is left of it and never
 starts a timeout of its own.  Timeouts follow the rules of the rest of the
 library: ``None`` (or ``inf``) means none, a negative number or NaN is a
-:class:`ValueError`, a bool or a string a :class:`TypeError`, ``0`` expires at once.
+``ValueError``, a bool or a string a ``TypeError``, ``0`` expires at once.
 
 Pure: no threads, no I/O.
 """
@@ -53,7 +53,7 @@ def resolve_timeout(timeout: Timeout, default: Optional[float]) -> Optional[floa
 
 
 class Deadline:
-    """A point on the :func:`time.monotonic` clock, or none; made once, spent by every step.
+    """A point on the ``time.monotonic`` clock, or none; made once, spent by every step.
 
     Attributes:
         timeout: the seconds it was made from (``None``: no deadline).

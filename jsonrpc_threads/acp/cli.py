@@ -7,7 +7,7 @@ Usage::
                         (PROMPT | -)
 
 Starts the agent (the allowlisted environment plus each ``--env``, as
-:class:`~jsonrpc_threads.StdioTransport` does; ``--inherit-env`` passes it all),
+``StdioTransport`` does; ``--inherit-env`` passes it all),
 runs the handshake, opens a session in ``--cwd`` (the working directory by
 default), sends the prompt (``-``: read it from stdin) and writes the agent's
 message chunks to stdout as they arrive; tool calls are reported on stderr,
@@ -22,11 +22,11 @@ agent could not be started or stopped mid-turn (its exit code and the last line
 of its stderr on stderr), 130 on Ctrl-C (the turn is cancelled first).
 ``--timeout`` is one deadline for the whole command, made when it starts and
 spent by every step (the handshake, the session, the prompt); without it the
-handshake and the session get :data:`DEFAULT_STEP_TIMEOUT_S` each and the
-prompt :data:`DEFAULT_PROMPT_TIMEOUT_S`.
+handshake and the session get ``DEFAULT_STEP_TIMEOUT_S`` each and the
+prompt ``DEFAULT_PROMPT_TIMEOUT_S``.
 
-This module registers the command (:func:`add_command`) and runs it
-(:func:`run`); :mod:`jsonrpc_threads.cli` dispatches to it.
+This module registers the command (``add_command``) and runs it
+(``run``); ``jsonrpc_threads.cli`` dispatches to it.
 """
 
 from __future__ import annotations

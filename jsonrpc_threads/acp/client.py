@@ -1,26 +1,26 @@
 """AcpClient: a synchronous Agent Client Protocol client that works from any thread.
 
-Theory of operation.  An :class:`AcpClient` is the editor's side of ACP
+Theory of operation.  An ``AcpClient`` is the editor's side of ACP
 (version 1): it starts a coding agent as a child process and drives it over
-stdio, one JSON text per line, on a :class:`~jsonrpc_threads.JsonRpcClient`.
+stdio, one JSON text per line, on a ``JsonRpcClient``.
 The pieces, one module each:
 
-- :mod:`.connection`: the process, the JSON-RPC client, the one handshake;
-- :mod:`.sessions`: the sessions opened, their answers and directories;
-- :mod:`.turns`: ``session/update`` notifications routed to the call that
+- ``connection``: the process, the JSON-RPC client, the one handshake;
+- ``sessions``: the sessions opened, their answers and directories;
+- ``turns``: ``session/update`` notifications routed to the call that
   collects them (a prompt turn, a load's replay), delivered in order;
-- :mod:`.permissions`: ``session/request_permission`` answered by the caller's
+- ``permissions``: ``session/request_permission`` answered by the caller's
   ``on_permission`` (or refused), and answered ``cancelled`` on cancel;
-- :mod:`.files`: ``fs/*`` confined to ``fs_root``;
-- :mod:`.terminals`: ``terminal/*`` as child processes with bounded output;
-- :mod:`.wire`: the JSON of it all (pure).
+- ``files``: ``fs/*`` confined to ``fs_root``;
+- ``terminals``: ``terminal/*`` as child processes with bounded output;
+- ``wire``: the JSON of it all (pure).
 
 Deadlines.  Every method makes one deadline of its ``timeout`` where it
-enters (``default_timeout``, and ``prompt_timeout`` for :meth:`AcpClient.prompt`),
+enters (``default_timeout``, and ``prompt_timeout`` for ``AcpClient.prompt``),
 and every step it triggers spends what is left of it: the handshake (when it
 has not run), the request.  A prompt that runs out of time is cancelled
 (``session/cancel``, its pending permission requests answered ``cancelled``)
-before :class:`~jsonrpc_threads.RequestTimeout` is raised.  The agent's own
+before ``RequestTimeout`` is raised.  The agent's own
 waits on this side (a permission decision, ``terminal/wait_for_exit``) are
 bounded by the deadline of their session's running turn.
 
@@ -89,11 +89,11 @@ class AcpClient:
 
     Args:
         command_or_transport: the agent's command line (a ``str``, split with
-            :func:`shlex.split`, or an argv list), started as a child process;
+            ``shlex.split``, or an argv list), started as a child process;
             or a transport (the client owns it).
         cwd: the agent's working directory, and every session's default
             ``cwd`` (made absolute); by default this process's.
-        env: variables for the agent, as :class:`~jsonrpc_threads.StdioTransport`
+        env: variables for the agent, as ``StdioTransport``
             takes them: an allowlist of this environment (``PATH``, ``HOME``,
             ...) updated with these; ``inherit_env=True`` starts from all of it.
         on_permission: ``callback(params) -> optionId``, or ``None`` for
@@ -111,7 +111,7 @@ class AcpClient:
         client_info: ``{"name", "version"}`` sent as ``clientInfo``.
         default_timeout: seconds a method waits unless its call says otherwise;
             ``None`` waits forever.
-        prompt_timeout: the default timeout of :meth:`prompt`.
+        prompt_timeout: the default timeout of ``prompt``.
         on_update: ``callback(session_id, update)`` for updates that arrive
             outside a prompt turn or a load (on the notification worker).
         inherit_env: give the agent this whole environment (and ``env``).
@@ -211,7 +211,7 @@ class AcpClient:
         """Close the client: the agent's process tree and every terminal are reclaimed.
 
         Pending permission requests are answered ``cancelled``; pending calls
-        fail with :class:`~jsonrpc_threads.TransportClosed`.  Bounded in time (the
+        fail with ``TransportClosed``.  Bounded in time (the
         transport's escalation, then each terminal's kill); idempotent and
         thread-safe.
         """
@@ -232,14 +232,14 @@ class AcpClient:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` started or the agent went away."""
+        """True once ``close`` started or the agent went away."""
         return self._connection.closed
 
     # -- what the handshake said --------------------------------------------------------------
 
     @property
     def rpc(self) -> JsonRpcClient:
-        """The underlying :class:`~jsonrpc_threads.JsonRpcClient` (for methods this class does not wrap)."""
+        """The underlying ``JsonRpcClient`` (for methods this class does not wrap)."""
         return self._connection.rpc
 
     @property
@@ -277,10 +277,10 @@ class AcpClient:
     # -- the agent's methods ------------------------------------------------------------------
 
     def authenticate(self, method_id: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
-        """``authenticate`` with one of :attr:`auth_methods` (its ``id``); the agent's answer.
+        """``authenticate`` with one of ``auth_methods`` (its ``id``); the agent's answer.
 
         Raises:
-            RequestTimeout, TransportClosed, JsonRpcError: as :meth:`initialize`.
+            RequestTimeout, TransportClosed, JsonRpcError: as ``initialize``.
         """
         answer = self._connection.call(
             AUTHENTICATE, {"methodId": _text(method_id, "method_id")}, self._deadline(timeout)
@@ -303,7 +303,7 @@ class AcpClient:
             timeout: as every method.
 
         Raises:
-            RequestTimeout, TransportClosed, JsonRpcError: as :meth:`initialize`.
+            RequestTimeout, TransportClosed, JsonRpcError: as ``initialize``.
             ProtocolError: an answer without a ``sessionId``.
         """
         deadline = self._deadline(timeout)
@@ -330,7 +330,7 @@ class AcpClient:
             MethodNotFound: the agent does not offer ``session/load``
                 (``agentCapabilities.loadSession``); nothing is sent.
             RuntimeError: the session has a turn running.
-            RequestTimeout, TransportClosed, JsonRpcError: as :meth:`initialize`.
+            RequestTimeout, TransportClosed, JsonRpcError: as ``initialize``.
         """
         session_id = _text(session_id, "session_id")
         deadline = self._deadline(timeout)
@@ -362,7 +362,7 @@ class AcpClient:
         and collected; all of them before this returns.
 
         Args:
-            session_id: from :meth:`new_session` or :meth:`load_session`.
+            session_id: from ``new_session`` or ``load_session``.
             prompt: a ``str`` (one text block) or a list of content blocks.
             on_update: ``callback(update)`` for each update of the turn (the
                 ``update`` object of the notification; ``update["sessionUpdate"]``
@@ -406,7 +406,7 @@ class AcpClient:
         return result
 
     def cancel(self, session_id: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
-        """``session/cancel``: end the session's running turn; its :meth:`prompt` returns the agent's stopReason.
+        """``session/cancel``: end the session's running turn; its ``prompt`` returns the agent's stopReason.
 
         The session's pending permission requests are answered ``cancelled``,
         and so is any the agent sends until the turn ends.  Nothing is sent
@@ -428,7 +428,7 @@ class AcpClient:
         """``session/set_mode``: switch the session to one of its ``availableModes``; the agent's answer.
 
         Raises:
-            RequestTimeout, TransportClosed, JsonRpcError: as :meth:`initialize`.
+            RequestTimeout, TransportClosed, JsonRpcError: as ``initialize``.
         """
         params = {"sessionId": _text(session_id, "session_id"), "modeId": _text(mode_id, "mode_id")}
         return _dict(self._connection.call(SESSION_SET_MODE, params, self._deadline(timeout)))

@@ -1,11 +1,11 @@
 """The connection to one agent: its process, the JSON-RPC client over it, and the handshake.
 
-Theory of operation.  An :class:`AgentConnection` starts the agent (a
-:class:`~jsonrpc_threads.StdioTransport`, one JSON text per line) or takes a
-transport it is given, and puts a :class:`~jsonrpc_threads.JsonRpcClient` on it.
-Everything above talks to the agent through :meth:`AgentConnection.call` and
-:meth:`AgentConnection.notify`, which take the caller's
-:class:`~._deadline.Deadline` and run the handshake first if it has not run.
+Theory of operation.  An ``AgentConnection`` starts the agent (a
+``StdioTransport``, one JSON text per line) or takes a
+transport it is given, and puts a ``JsonRpcClient`` on it.
+Everything above talks to the agent through ``AgentConnection.call`` and
+``AgentConnection.notify``, which take the caller's
+``Deadline`` and run the handshake first if it has not run.
 
 The handshake (``initialize`` with protocol version 1) is a single flight: the
 first caller sends it, every other caller waits for that one answer with its
@@ -20,7 +20,7 @@ Only the public faces of the package are used here: ``JsonRpcClient``
 ``request()`` and its future waited for (not ``call()``): the answer to a
 prompt comes behind a stream of notifications, and the future is settled once
 their handlers ran, as ``call()`` would return; the future's own deadline
-settles it, and the wait is bounded :data:`RESULT_GRACE_S` beyond it.  A request that times out is simply
+settles it, and the wait is bounded ``RESULT_GRACE_S`` beyond it.  A request that times out is simply
 given up (ACP's ``$/cancel_request`` is optional and not sent); a prompt turn
 is cancelled by the layer above, with ``session/cancel``.
 """
@@ -57,7 +57,7 @@ class AgentConnection:
 
     Args:
         command_or_transport: the agent's command line (a ``str``, split with
-            :func:`shlex.split`, or an argv list), started as a child process;
+            ``shlex.split``, or an argv list), started as a child process;
             or a transport (the connection owns it and closes it).
         cwd, env, inherit_env: for a command, as ``StdioTransport`` takes them.
         initialize_params: the parameters of ``initialize``.
@@ -140,7 +140,7 @@ class AgentConnection:
         return result
 
     def ready(self, deadline: Deadline) -> None:
-        """Run the handshake unless it succeeded already (raises as :meth:`initialize`)."""
+        """Run the handshake unless it succeeded already (raises as ``initialize``)."""
         if not _succeeded(self._handshake):
             self.initialize(deadline)
 
@@ -203,13 +203,13 @@ class AgentConnection:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` started or the agent went away."""
+        """True once ``close`` started or the agent went away."""
         return self._closing or self.rpc.closed
 
     def close(self) -> None:
         """Fail what is pending, close the transport (reclaiming the agent's process tree).
 
-        Bounded, idempotent, thread-safe: see :meth:`jsonrpc_threads.JsonRpcClient.close`.
+        Bounded, idempotent, thread-safe: see ``jsonrpc_threads.JsonRpcClient.close``.
         """
         with self._lock:
             self._closing = True

@@ -1,8 +1,8 @@
 """``fs/read_text_file`` and ``fs/write_text_file``, confined to one directory.
 
-Theory of operation.  A :class:`FileService` serves the agent's file requests
+Theory of operation.  A ``FileService`` serves the agent's file requests
 inside ``root`` and nowhere else.  A path must be absolute; its real path
-(:func:`os.path.realpath`: every symbolic link resolved, every ``..`` gone)
+(``os.path.realpath``: every symbolic link resolved, every ``..`` gone)
 must lie inside the real path of ``root``.  So ``root/../etc/passwd``, an
 absolute path elsewhere and a link that points out are all refused, and the
 file they name is neither read nor written.  The checked path is then opened
@@ -79,7 +79,7 @@ class FileService:
 
         Raises:
             InvalidParams: a refused path or bad ``line``/``limit``; a file that
-                is not regular, not UTF-8, or larger than :data:`MAX_READ_CHARS`.
+                is not regular, not UTF-8, or larger than ``MAX_READ_CHARS``.
             JsonRpcError: ``-32002`` when the file does not exist; ``-32603`` for
                 another failure of the OS.
         """

@@ -3,8 +3,8 @@
 Theory of operation.  ACP's ``terminal/create`` names an ``outputByteLimit``:
 once the output grows past it, the client drops bytes *from the start*, and the
 retained text must begin on a character boundary, even if that keeps a little
-less than the limit.  :class:`OutputBuffer` does exactly that on every append,
-so it never holds more than its limit; :meth:`OutputBuffer.text` decodes what
+less than the limit.  ``OutputBuffer`` does exactly that on every append,
+so it never holds more than its limit; ``OutputBuffer.text`` decodes what
 is kept as UTF-8 (bytes that are not, a command's binary noise, become U+FFFD).
 
 Not thread-safe by itself: the terminal that owns it appends and reads under

@@ -1,6 +1,6 @@
 """``session/request_permission``: the agent asks, the caller's ``on_permission`` decides.
 
-Theory of operation.  Each request is answered by :meth:`PermissionDesk.answer`
+Theory of operation.  Each request is answered by ``PermissionDesk.answer``
 on one of the JSON-RPC client's handler workers.  Without ``on_permission``
 every request is refused at once: with its ``reject_once`` (else
 ``reject_always``) option, or ``cancelled`` when none is offered.  With it, the
@@ -12,8 +12,8 @@ the worker waits for whichever comes first:
 - the callback's decision: an ``optionId`` the request offered (``selected``);
   ``None``, an option it did not offer, or an exception: ``cancelled`` (the
   last two logged);
-- :meth:`PermissionDesk.cancel` for the session (``AcpClient.cancel``, a prompt
-  that timed out, a turn that ended), or :meth:`PermissionDesk.close`:
+- ``PermissionDesk.cancel`` for the session (``AcpClient.cancel``, a prompt
+  that timed out, a turn that ended), or ``PermissionDesk.close``:
   ``cancelled``;
 - the deadline of the session's running turn (else ``fallback_wait``):
   ``cancelled``, logged.

@@ -1,7 +1,7 @@
 """The sessions a client opened: the agent's answers, and the directory each one works in.
 
 Theory of operation.  ``session/new`` and ``session/load`` answer with what the
-session offers (``modes``, ``configOptions``, ...); a :class:`SessionBook` keeps
+session offers (``modes``, ``configOptions``, ...); a ``SessionBook`` keeps
 that answer per session id, with the ``cwd`` the session was given, so that
 callers can look them up (``AcpClient.sessions``) and a terminal the agent
 starts runs in its session's directory by default.  Directories are made

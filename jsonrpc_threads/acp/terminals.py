@@ -4,18 +4,18 @@ Theory of operation.  ``terminal/create`` starts the command as a child process
 (``[command, *args]``, no shell; this process's environment plus the request's
 ``env``; its own process group on POSIX) with stdin closed and stdout and stderr
 merged into one pipe.  A reader thread per terminal (``acp-terminal[...]``)
-moves what the command writes into an :class:`~.output.OutputBuffer` that keeps
-only the last ``outputByteLimit`` bytes (:data:`DEFAULT_OUTPUT_BYTE_LIMIT` when
-the agent names none, never more than :data:`MAX_OUTPUT_BYTE_LIMIT`: the output
+moves what the command writes into an ``OutputBuffer`` that keeps
+only the last ``outputByteLimit`` bytes (``DEFAULT_OUTPUT_BYTE_LIMIT`` when
+the agent names none, never more than ``MAX_OUTPUT_BYTE_LIMIT``: the output
 travels in one message), and closes the pipe at its end.
 
 ``terminal/output`` answers at once; ``terminal/wait_for_exit`` waits for the
 exit, bounded by the deadline of the session's running turn (else the
-client's ``default_timeout``), then briefly (:data:`OUTPUT_DRAIN_WAIT_S`) for
+client's ``default_timeout``), then briefly (``OUTPUT_DRAIN_WAIT_S``) for
 the last output; ``terminal/kill`` kills the command's whole process tree
 (every process of its group, and every descendant found before the signal)
-and reaps it, within :data:`KILL_WAIT_S`; ``terminal/release`` kills what still
-runs and forgets the terminal.  :meth:`TerminalService.close` releases every
+and reaps it, within ``KILL_WAIT_S``; ``terminal/release`` kills what still
+runs and forgets the terminal.  ``TerminalService.close`` releases every
 terminal, and refuses new ones, so nothing the agent started outlives the client.
 """
 
@@ -143,7 +143,7 @@ class Terminal:
         return exit_status(returncode)
 
     def kill(self) -> None:
-        """Kill the command's whole process tree and reap it (within :data:`KILL_WAIT_S`)."""
+        """Kill the command's whole process tree and reap it (within ``KILL_WAIT_S``)."""
         popen = self._popen
         descendants: List[psutil.Process] = []
         if popen.poll() is None:

@@ -1,11 +1,11 @@
 """Prompt turns: which ``session/update`` belongs to which call, delivered in order.
 
-Theory of operation.  A :class:`Turn` is one call that collects a session's
+Theory of operation.  A ``Turn`` is one call that collects a session's
 updates while it runs: ``session/prompt`` (its result carries them) or
-``session/load`` (it returns the replayed history).  The :class:`TurnBoard`
+``session/load`` (it returns the replayed history).  The ``TurnBoard``
 holds at most one turn per session.  ``session/update`` notifications arrive on
 the JSON-RPC client's notification worker, one at a time, in the order the
-agent sent them; :meth:`TurnBoard.route` appends each to its session's turn and
+agent sent them; ``TurnBoard.route`` appends each to its session's turn and
 hands it to the turn's ``on_update``, or, outside a turn, to the client-wide
 callback.  Because the JSON-RPC client delivers a response only after the
 handlers of the notifications that came before it returned, every update the

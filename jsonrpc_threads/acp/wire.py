@@ -5,14 +5,14 @@ Agent Client Protocol (version 1) or reads that JSON back, and nothing else: no
 I/O, no threads, no state.  The rest of the package sends what these functions
 build and answers with what they return:
 
-- :func:`client_capabilities`: what ``initialize`` declares, from what the
+- ``client_capabilities``: what ``initialize`` declares, from what the
   client was configured to serve (a capability is declared only when served);
-- :func:`prompt_blocks`: a prompt given as a ``str`` or as content blocks;
-- :func:`mcp_server_list`: MCP servers for ``session/new`` / ``session/load``,
+- ``prompt_blocks``: a prompt given as a ``str`` or as content blocks;
+- ``mcp_server_list``: MCP servers for ``session/new`` / ``session/load``,
   from wire dicts or from an ``mcpServers`` mapping (the format MCP hosts use);
-- :func:`selected` / :data:`CANCELLED` / :func:`reject_option`: the outcomes of
+- ``selected`` / ``CANCELLED`` / ``reject_option``: the outcomes of
   ``session/request_permission``;
-- :func:`exit_status`: a child's return code as ``terminal/*`` reports it.
+- ``exit_status``: a child's return code as ``terminal/*`` reports it.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ Install the extra: ``pip install 'jsonrpc_threads[oauth]'`` (Authlib).  Then::
     with McpClient(HttpTransport("https://mcp.example.com/mcp", auth=OAuth())) as client:
         client.list_tools()      # a 401 opens the browser once; the request then goes through
 
-This package imports without Authlib; :class:`OAuth` raises :class:`ImportError`
-naming the extra when it is missing.  See :class:`OAuth` for the options:
+This package imports without Authlib; ``OAuth`` raises ``ImportError``
+naming the extra when it is missing.  See ``OAuth`` for the options:
 pre-registered clients, client ID metadata documents, headless
 ``on_authorize``, token stores, client credentials, JWT bearer assertions
-(:class:`CrossAppAccess`).
+(``CrossAppAccess``).
 """
 
 from ..errors import AuthorizationError

@@ -2,7 +2,7 @@
 
 Authlib is the optional extra ``jsonrpc_threads[oauth]``; it is imported here
 lazily, by name, so that ``import jsonrpc_threads.auth`` works without it and
-:func:`require` can say which extra is missing.  Two generations of Authlib are
+``require`` can say which extra is missing.  Two generations of Authlib are
 supported: 1.7 and later sign with ``joserfc`` key objects, older releases
 (the ones that still run on Python 3.9) with a PEM string.
 """
@@ -31,7 +31,7 @@ def extra_module(name: str) -> Any:
 
 
 def require() -> None:
-    """Raise :class:`ImportError` naming the extra when Authlib is not installed."""
+    """Raise ``ImportError`` naming the extra when Authlib is not installed."""
     extra_module("authlib.oauth2.rfc7636")
 
 

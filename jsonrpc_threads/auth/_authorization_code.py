@@ -2,7 +2,7 @@
 
 The user is sent to the authorization endpoint and comes back to the redirect
 URI with ``code`` and ``state``: through the default
-:class:`~jsonrpc_threads.auth.LoopbackAuthorizer` (the browser, and a one-shot
+``LoopbackAuthorizer`` (the browser, and a one-shot
 listener on 127.0.0.1 bound before the URL is built, so the URL names its
 port), or through the caller's ``on_authorize(url) -> redirect URL``.  The
 redirect is checked (``state``; ``iss`` by RFC 9207 when present or promised;

@@ -1,11 +1,11 @@
 """What one authorization flow is given: the settings, why it runs, and the entry it updates.
 
-:class:`Config` is an :class:`~jsonrpc_threads.auth.OAuth`'s settings, shared
-(immutable) by every server it authorizes.  :class:`Trigger` says why a flow
-runs.  :class:`FlowContext` is one run: the settings, the server, the HTTP
+``Config`` is an ``OAuth``'s settings, shared
+(immutable) by every server it authorizes.  ``Trigger`` says why a flow
+runs.  ``FlowContext`` is one run: the settings, the server, the HTTP
 client of the run, and a private copy of the server's stored entry (token,
 registrations, endpoints, scopes) that the steps read and update; the single
-flight (:mod:`._server_auth`) adopts it when the run succeeds.
+flight (``_server_auth``) adopts it when the run succeeds.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ Authorize = Callable[[str], str]
 
 @dataclass(frozen=True)
 class Config:
-    """The settings of an :class:`~jsonrpc_threads.auth.OAuth`, shared by its servers."""
+    """The settings of an ``OAuth``, shared by its servers."""
 
     client_id: Optional[str]
     client_secret: Optional[str] = field(repr=False)

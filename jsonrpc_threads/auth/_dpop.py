@@ -12,7 +12,7 @@ the token gets bound (its ``cnf.jkt`` is the key's RFC 7638 thumbprint).
 
 Servers may require a nonce (RFC 9449 sections 8 and 9): they answer
 ``use_dpop_nonce`` with a ``DPoP-Nonce`` header, and the client signs a new
-proof with that ``nonce`` and sends the request again.  :class:`Nonces` keeps
+proof with that ``nonce`` and sends the request again.  ``Nonces`` keeps
 the last nonce of each origin (servers may also rotate it on any answer).
 
 The key is ES256 (ECDSA on P-256 with SHA-256), made with ``cryptography``
@@ -20,7 +20,7 @@ The key is ES256 (ECDSA on P-256 with SHA-256), made with ``cryptography``
 token store, so that a stored DPoP-bound token (and a refresh token bound to
 the same key) remains usable by a later process.
 
-Thread-safety: :class:`DpopKey` is immutable; :class:`Nonces` takes one lock.
+Thread-safety: ``DpopKey`` is immutable; ``Nonces`` takes one lock.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def load_key(entry: Mapping[str, Any]) -> Optional[DpopKey]:
 
 
 def require() -> None:
-    """Raise :class:`ImportError` naming the extra when ``cryptography`` is missing."""
+    """Raise ``ImportError`` naming the extra when ``cryptography`` is missing."""
     _module("cryptography.hazmat.primitives.asymmetric.ec")
 
 

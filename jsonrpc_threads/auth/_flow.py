@@ -1,7 +1,7 @@
 """One run of the authorization protocol for one MCP server: the steps, in their order.
 
-Theory of operation.  :func:`run_flow` runs with no lock held, on the thread
-that leads the single flight (:mod:`._server_auth`); it talks to the network
+Theory of operation.  ``run_flow`` runs with no lock held, on the thread
+that leads the single flight (``_server_auth``); it talks to the network
 and may call ``on_authorize``.  It is given a private copy of the server's
 stored entry and updates it (registrations, endpoints, scopes); the caller
 adopts the copy only when a token comes out.
@@ -9,15 +9,15 @@ adopts the copy only when a token comes out.
 The order, after the MCP specification 2025-11-25:
 
 1. an expired token of the authorization code grant is refreshed, nothing else;
-2. discovery (:mod:`._discovery`): the protected resource's metadata, its
+2. discovery (``_discovery``): the protected resource's metadata, its
    authorization server and that server's metadata;
 3. without a user (``client_credentials``, a JWT bearer assertion): that grant
-   (:mod:`._tokens`);
+   (``_tokens``);
 4. with a user: a 401 on a token that worked before, from the same issuer,
    is first answered with a refresh; otherwise, or when the refresh is refused,
-   the authorization code grant (:mod:`._authorization_code`).
+   the authorization code grant (``_authorization_code``).
 
-The client's identity (:mod:`._registration`) is settled inside the grant,
+The client's identity (``_registration``) is settled inside the grant,
 once the redirect URI is known.
 """
 

@@ -1,10 +1,10 @@
 """HTTP for the authorization flow: metadata GETs, registration and token POSTs.
 
-One :class:`FlowHttp` (one ``requests.Session``) lives for one flow and is
+One ``FlowHttp`` (one ``requests.Session``) lives for one flow and is
 closed at its end, so no connection to an authorization server outlives it.
-Every failure becomes an :class:`AuthorizationError` whose message names the
+Every failure becomes an ``AuthorizationError`` whose message names the
 endpoint (without its query) and the OAuth ``error`` code, never a body that
-could carry a token.  Bodies are read up to :data:`MAX_BODY_BYTES`.
+could carry a token.  Bodies are read up to ``MAX_BODY_BYTES``.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class FlowHttp(Closing):
         body: Optional[Dict[str, Any]] = None,
         headers: Optional[Dict[str, str]] = None,
     ) -> Tuple[int, Optional[Dict[str, Any]], Mapping[str, str]]:
-        """As :meth:`post`, with the answer's headers too (a ``DPoP-Nonce``).
+        """As ``post``, with the answer's headers too (a ``DPoP-Nonce``).
 
         Raises:
             AuthorizationError: the server could not be reached.

@@ -1,21 +1,21 @@
 """The pure parts of MCP authorization: challenges, metadata locations, resources, scopes.
 
-Nothing here does I/O or keeps state.  The flow in :mod:`._flow` asks these
+Nothing here does I/O or keeps state.  The flow in ``_flow`` asks these
 functions where to look and what to send, and does the talking itself:
 
-- :func:`parse_www_authenticate` reads the challenges of a 401 or 403 answer
+- ``parse_www_authenticate`` reads the challenges of a 401 or 403 answer
   (RFC 9110 section 11.6.1); MCP servers send ``Bearer`` with
   ``resource_metadata``, ``scope`` and ``error`` (RFC 6750 section 3, RFC 9728
   section 5.1);
-- :func:`protected_resource_metadata_urls` and
-  :func:`authorization_server_metadata_urls` list the well-known locations, in
+- ``protected_resource_metadata_urls`` and
+  ``authorization_server_metadata_urls`` list the well-known locations, in
   the order the MCP specification (2025-11-25) tries them: RFC 9728 path-based
   first, then root; RFC 8414 and OpenID Connect Discovery with the
   path-insertion variants for issuers that have a path;
-- :func:`resource_matches` decides whether protected-resource metadata speaks
+- ``resource_matches`` decides whether protected-resource metadata speaks
   for the server we called (RFC 9728 section 3.3): same origin, and its path
   a prefix of ours on a segment boundary;
-- :func:`select_scopes` applies the scope selection strategy: what the caller
+- ``select_scopes`` applies the scope selection strategy: what the caller
   asked for, else the challenge's ``scope``, else ``scopes_supported``, else
   nothing; plus what was requested before (step-up accumulates, SEP-2350).
 """
@@ -41,7 +41,7 @@ class Challenge:
     """One challenge of a ``WWW-Authenticate`` header.
 
     Attributes:
-        scheme: the auth scheme, as sent (compare with :meth:`is_bearer`).
+        scheme: the auth scheme, as sent (compare with ``is_bearer``).
         params: the auth parameters, names in lower case.
     """
 

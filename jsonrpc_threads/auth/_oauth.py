@@ -1,11 +1,11 @@
 """OAuth: a ``requests.auth.AuthBase`` that authorizes requests to MCP servers.
 
-Theory of operation.  :meth:`OAuth.__call__` runs for every request ``requests``
+Theory of operation.  ``OAuth.__call__`` runs for every request ``requests``
 prepares: it adds ``Authorization: Bearer <token>`` when a token is known for
 the request's server (renewing an expired one first) and registers a response
 hook.  The hook looks at the answer: a 401 (any, or one with a ``Bearer``
 challenge) or a 403 whose challenge says ``insufficient_scope`` starts or
-joins the authorization for that server (:class:`._server_auth.ServerAuth`), then the
+joins the authorization for that server (``_server_auth.ServerAuth``), then the
 request is sent again, as a copy with the new token, on the same connection
 adapter (``response.connection.send``), as ``requests``' own digest
 authentication does.  Each request goes around at most ``max_authorizations``
@@ -43,7 +43,7 @@ from .store import FileTokenStore, MemoryTokenStore, TokenStore
 logger = logging.getLogger(__name__)
 
 #: How many authorizations (or refreshes) may follow one another without a
-#: request succeeding before :class:`AuthorizationError` is raised.
+#: request succeeding before ``AuthorizationError`` is raised.
 DEFAULT_MAX_AUTHORIZATIONS = 3
 #: Seconds before its expiry at which a token is renewed.
 DEFAULT_REFRESH_MARGIN_S = 60.0
@@ -82,10 +82,10 @@ class OAuth(requests.auth.AuthBase):
         on_authorize: ``callable(authorization_url) -> redirect URL``: show the
             user the URL, return the URL the authorization server redirected
             the user's browser to (with ``code`` and ``state``).  Called on the
-            thread that hit the 401.  Default: a :class:`LoopbackAuthorizer`
+            thread that hit the 401.  Default: a ``LoopbackAuthorizer``
             (opens the browser, listens on 127.0.0.1 for the redirect).
-        token_store: a :class:`TokenStore`, or a path for a
-            :class:`FileTokenStore` (mode 0600).  Default: in memory.
+        token_store: a ``TokenStore``, or a path for a
+            ``FileTokenStore`` (mode 0600).  Default: in memory.
         client_name: the ``client_name`` sent in dynamic registration.
         redirect_uri: the redirect URI.  With the default ``on_authorize``: the
             loopback address to listen on (``http://127.0.0.1:8765/callback``);
@@ -98,7 +98,7 @@ class OAuth(requests.auth.AuthBase):
         signing_algorithm: the JWS algorithm for ``private_key``; by default
             the key's (``RS256``, ``ES256``, ``ES384``, ``ES512``, ``EdDSA``).
         assertion: ``callable(AssertionRequest) -> str`` returning a JWT for
-            the JWT bearer grant (RFC 7523), e.g. :class:`CrossAppAccess` for
+            the JWT bearer grant (RFC 7523), e.g. ``CrossAppAccess`` for
             enterprise-managed authorization.
         token_endpoint_auth_method: force the client authentication of a
             pre-registered client (``none``, ``client_secret_basic``,
@@ -106,8 +106,8 @@ class OAuth(requests.auth.AuthBase):
             the server supports.
         max_authorizations: tokens obtained (by authorization or refresh) in
             a row without a request succeeding with one, after which requests
-            that are refused fail with :class:`AuthorizationError` instead of
-            trying again (until one succeeds, or :meth:`authorize`).
+            that are refused fail with ``AuthorizationError`` instead of
+            trying again (until one succeeds, or ``authorize``).
         refresh_margin: seconds before expiry at which tokens are renewed.
         timeout: (connect, read) seconds of each request to authorization servers.
         verify: TLS verification for those requests, as in ``requests``.

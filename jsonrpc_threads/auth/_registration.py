@@ -4,7 +4,7 @@ In order of preference: the pre-registered ``client_id`` (with its secret or
 private key), the client ID metadata document URL when the server supports
 them, a registration stored from an earlier flow (still valid, same redirect
 URI), or dynamic client registration (RFC 7591), whose result is stored in the
-flow's entry by issuer.  :func:`choose_auth_method` picks how the client
+flow's entry by issuer.  ``choose_auth_method`` picks how the client
 authenticates at the token endpoint.
 """
 

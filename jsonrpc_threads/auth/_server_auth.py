@@ -1,14 +1,14 @@
 """One MCP server's tokens, and the single-flight authorization that renews them.
 
-Theory of operation.  :class:`ServerAuth` holds what one MCP server's
+Theory of operation.  ``ServerAuth`` holds what one MCP server's
 authorization needs across requests: the current token, and the server's
 stored entry (client registrations, endpoints, the scopes requested so far).
 When a request needs a token it does not have (a 401, a 403
 ``insufficient_scope``, an expired token with a way to renew it, an explicit
-:meth:`ServerAuth.authorize`), it decides under its lock whether the current
+``ServerAuth.authorize``), it decides under its lock whether the current
 token already answers the need (another thread just got it), whether a flow is
 already running (then it waits for that flow's outcome), or whether this
-thread leads a new flow.  The flow itself (:func:`._flow.run_flow`) runs with
+thread leads a new flow.  The flow itself (``_flow.run_flow``) runs with
 no lock held, on a private copy of the entry.  Its outcome is shared through a
 ``Future`` with every thread that waited, so many threads hitting a 401
 together cause one authorization, and a failure fails them all with the same
@@ -16,7 +16,7 @@ error.
 
 The number of tokens obtained since a request last succeeded with one is
 bounded (``max_authorizations``): a server that answers 401 or 403 whatever it
-is given ends in :class:`~jsonrpc_threads.auth.AuthorizationError`, not in a
+is given ends in ``AuthorizationError``, not in a
 loop.  A flow that fails does not count: its error goes to the requests that
 waited for it, and the next request may start a new one.
 

@@ -1,13 +1,13 @@
 """Flow step 3 without a user: tokens, the token endpoint, and the grants that go straight to it.
 
-:class:`Token` is an access token with what goes with it (refresh token,
-expiry, scope, issuer).  :func:`request_token` POSTs one grant to the token
+``Token`` is an access token with what goes with it (refresh token,
+expiry, scope, issuer).  ``request_token`` POSTs one grant to the token
 endpoint, authenticating the client as its identity says (``none``, a client
 secret, or a ``private_key_jwt`` assertion), and reads the answer.  The grants
-that need no user are here: :func:`refresh` (``refresh_token``) and
-:func:`machine_grant` (``client_credentials``, or the JWT bearer grant with
-an assertion from :class:`~jsonrpc_threads.auth.AssertionProvider`); the
-authorization code grant is :mod:`._authorization_code`.
+that need no user are here: ``refresh`` (``refresh_token``) and
+``machine_grant`` (``client_credentials``, or the JWT bearer grant with
+an assertion from ``AssertionProvider``); the
+authorization code grant is ``_authorization_code``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class Token:
 
     @classmethod
     def from_dict(cls, data: Any) -> Optional[Token]:
-        """The token kept by :meth:`to_dict`, or ``None`` when ``data`` is not one."""
+        """The token kept by ``to_dict``, or ``None`` when ``data`` is not one."""
         if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
             return None
         expires_at = data.get("expires_at")

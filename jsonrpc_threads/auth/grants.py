@@ -5,7 +5,7 @@ bearer grant (RFC 7523 section 2.1) instead of sending a user to a browser:
 the callable is asked for an assertion whenever a token is needed, with the
 authorization server's issuer, the resource and the scopes.
 
-:class:`CrossAppAccess` is such a callable for the MCP extension "enterprise
+``CrossAppAccess`` is such a callable for the MCP extension "enterprise
 managed authorization" (SEP-990, cross-app access): it exchanges the user's ID
 token from the enterprise identity provider for an Identity Assertion JWT
 Authorization Grant (ID-JAG) at that provider's token endpoint (RFC 8693 token
@@ -49,7 +49,7 @@ AssertionProvider = Callable[[AssertionRequest], str]
 
 
 class WorkloadIdentity:
-    """An :data:`AssertionProvider` for workload identity federation: the workload's own JWT.
+    """An ``AssertionProvider`` for workload identity federation: the workload's own JWT.
 
     A workload (a Kubernetes pod, a SPIFFE workload, a CI job) already holds
     a JWT its platform issued; with ``OAuth(assertion=WorkloadIdentity(...))``
@@ -111,7 +111,7 @@ class WorkloadIdentity:
 
 
 class CrossAppAccess:
-    """An :data:`AssertionProvider` that gets an ID-JAG from the enterprise identity provider.
+    """An ``AssertionProvider`` that gets an ID-JAG from the enterprise identity provider.
 
     Each call posts an RFC 8693 token exchange to ``idp_token_endpoint``:
     the ID token as ``subject_token``, ``requested_token_type`` ID-JAG,

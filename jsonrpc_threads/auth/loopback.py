@@ -3,7 +3,7 @@
 Theory of operation.  The authorization server sends the user's browser back to
 the client's redirect URI with ``code`` and ``state`` in the query.  A desktop
 or command-line client receives that on a loopback address (RFC 8252 section
-7.3): :class:`RedirectListener` binds ``127.0.0.1`` (a free port by default)
+7.3): ``RedirectListener`` binds ``127.0.0.1`` (a free port by default)
 *before* the authorization URL is built, so the URL can name the port, then
 serves requests on the waiting thread itself (no thread of its own) until
 one arrives on the redirect path carrying ``code``, ``error`` or ``state``, or
@@ -97,8 +97,8 @@ class RedirectListener(Closing):
     """A one-shot HTTP listener on a loopback address for the authorization redirect.
 
     Bound when constructed (the port is known at once, see
-    :attr:`redirect_uri`); closed by :meth:`close`, by leaving its ``with``
-    block, or once :meth:`wait` returned.  Not thread-safe: one thread waits.
+    ``redirect_uri``); closed by ``close``, by leaving its ``with``
+    block, or once ``wait`` returned.  Not thread-safe: one thread waits.
 
     Args:
         redirect_uri: the redirect URI to serve (``http``, a loopback host, a
@@ -182,16 +182,16 @@ def _open_browser(url: str) -> object:
 class LoopbackAuthorizer:
     """The default ``on_authorize``: open the browser, receive the redirect on 127.0.0.1.
 
-    :class:`~jsonrpc_threads.auth.OAuth` uses it in two steps: :meth:`listen`
+    ``OAuth`` uses it in two steps: ``listen``
     before building the authorization URL (whose ``redirect_uri`` names the
-    listener's port), then :meth:`open` and :meth:`RedirectListener.wait`.
+    listener's port), then ``open`` and ``RedirectListener.wait``.
     Called directly with an authorization URL it does both, binding the port
     named by that URL's ``redirect_uri``.  Thread-safe (each authorization
     has its own listener).
 
     Args:
         open_browser: ``callable(url)`` that shows the URL to the user; by
-            default the URL is printed on stderr and :func:`webbrowser.open`
+            default the URL is printed on stderr and ``webbrowser.open``
             opens it.
         timeout: seconds the user has to finish (``None``: no limit).
     """
@@ -206,7 +206,7 @@ class LoopbackAuthorizer:
         self.timeout = timeout
 
     def listen(self, redirect_uri: Optional[str] = None) -> RedirectListener:
-        """Bind a :class:`RedirectListener` (see there for ``redirect_uri``)."""
+        """Bind a ``RedirectListener`` (see there for ``redirect_uri``)."""
         return RedirectListener(redirect_uri)
 
     def open(self, authorization_url: str) -> None:

@@ -1,12 +1,12 @@
-"""Where :class:`~jsonrpc_threads.auth.OAuth` keeps tokens and client registrations.
+"""Where ``OAuth`` keeps tokens and client registrations.
 
 A store maps a key (the canonical URL of an MCP server) to one JSON-compatible
 dict: the tokens for that server and the client registrations made with its
 authorization servers.  The flow reads a server's entry when it first needs it
 and writes the whole entry back after every change; it never logs it.
 
-:class:`MemoryTokenStore` (the default) forgets everything with the process.
-:class:`FileTokenStore` keeps a JSON file that only its owner can read or
+``MemoryTokenStore`` (the default) forgets everything with the process.
+``FileTokenStore`` keeps a JSON file that only its owner can read or
 write (0600, created that way, never widened); each write replaces the file
 atomically.  Both are thread-safe.  Any object with the same three methods
 can be used instead (a keyring, a database).
@@ -34,7 +34,7 @@ Entry = Dict[str, Any]
 
 
 class TokenStore(Protocol):
-    """What :class:`~jsonrpc_threads.auth.OAuth` needs from a token store.
+    """What ``OAuth`` needs from a token store.
 
     Implementations must be thread-safe and must not log what they hold.
     """
@@ -87,7 +87,7 @@ class FileTokenStore:
         path: the JSON file (created on the first write).
 
     Raises:
-        OSError: from :meth:`save` when the file cannot be written.  A file
+        OSError: from ``save`` when the file cannot be written.  A file
             that cannot be read or parsed loads as empty (logged as a warning).
     """
 

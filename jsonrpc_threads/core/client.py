@@ -1,20 +1,20 @@
 """JsonRpcClient: the public face of a JSON-RPC 2.0 client over any transport.
 
 Theory of operation.  A request's life is decided by the protocol core
-(:mod:`.protocol`: ids, the pending table, ordering, expiry, no I/O) and acted
-on by the threaded shell (:mod:`.shell`: one lock around the core, the timer,
+(``protocol``: ids, the pending table, ordering, expiry, no I/O) and acted
+on by the threaded shell (``shell``: one lock around the core, the timer,
 the workers, the settling of futures).  This module is the face of both: it
 checks what the caller passes where it enters (a timeout once, into a
 deadline that every later step spends), registers the request before its
 bytes go out, and hands the rest over.
 
-- ``request()`` returns a :class:`~.futures.RequestFuture` (a
+- ``request()`` returns a ``RequestFuture`` (a
   ``concurrent.futures.Future``), whose deadline the core keeps;
 - ``call()`` waits on a private waiter and keeps its own deadline: its thread
   waits no longer, then ends the request itself; where the transport can
   carry the call on the caller's thread (``DrivesCalls``), it does;
 - ``notify()`` sends and returns once the transport took the message;
-- the client is the transport's sink (:mod:`jsonrpc_threads.transports.base`):
+- the client is the transport's sink (``jsonrpc_threads.transports.base``):
   what the transport reports goes to the shell.
 
 This module does no I/O of its own and knows nothing of MCP.
@@ -52,10 +52,10 @@ class JsonRpcClient(Closing):
     """A JSON-RPC 2.0 client over one transport.
 
     Thread-safe: every method may be called from any number of threads at once.
-    Use it as a context manager, or call :meth:`close` when done.
+    Use it as a context manager, or call ``close`` when done.
 
     Args:
-        transport: a :class:`~jsonrpc_threads.transports.base.Transport`
+        transport: a ``Transport``
             (``StdioTransport``, ``HttpTransport``); the client owns it and closes it.
         default_timeout: seconds a request may wait for its response when the call
             names no timeout; ``None`` (or ``inf``) waits forever.
@@ -119,9 +119,9 @@ class JsonRpcClient(Closing):
         """Send a request and return a future for its result.
 
         The future's ``result()`` is the response's ``result``; it raises the
-        peer's error as a :class:`JsonRpcError` (or its subclass for the standard
-        codes), :class:`RequestTimeout` when ``timeout`` passes first, or
-        :class:`TransportClosed`.  ``future.cancel()`` withdraws the request (and
+        peer's error as a ``JsonRpcError`` (or its subclass for the standard
+        codes), ``RequestTimeout`` when ``timeout`` passes first, or
+        ``TransportClosed``.  ``future.cancel()`` withdraws the request (and
         sends the configured cancellation notification).  Never blocks on the
         transport: a peer that does not read gets the request when it does,
         and the future times out meanwhile.
@@ -138,7 +138,7 @@ class JsonRpcClient(Closing):
                 waits forever; by default the client's ``default_timeout``.
             headers: metadata for the transport to send with this message
                 (HTTP: request headers; ignored by stdio); see
-                :mod:`jsonrpc_threads.transports.base`.
+                ``jsonrpc_threads.transports.base``.
 
         Raises:
             TransportClosed: at once, when the client is closed.
@@ -170,7 +170,7 @@ class JsonRpcClient(Closing):
     ) -> Any:
         """Send a request and block until its result arrives, or its timeout.
 
-        Args: as :meth:`request`.
+        Args: as ``request``.
 
         Returns:
             The response's ``result``.
@@ -181,7 +181,7 @@ class JsonRpcClient(Closing):
                 free again, the peer may still be working (and was sent the
                 cancellation notification, where configured).
             TransportClosed: the transport went away (or the client is closed).
-            TypeError, ValueError: as :meth:`request`, before anything is sent.
+            TypeError, ValueError: as ``request``, before anything is sent.
         """
         if _fork.generation != self._made_in:
             self._check_process()
@@ -217,7 +217,7 @@ class JsonRpcClient(Closing):
             method: the notification's method.
             params: a mapping, a sequence or ``None``.
             timeout: the longest this may block; by default the client's ``default_timeout``.
-            headers: as in :meth:`request`.
+            headers: as in ``request``.
 
         Raises:
             TransportClosed: when the client is closed or the write failed.
@@ -241,7 +241,7 @@ class JsonRpcClient(Closing):
             self._transport.send(data, (), deadline=deadline, headers=headers)
 
     def cancel(self, future: Any, reason: str = "Cancelled by the client") -> bool:
-        """Withdraw the request behind ``future`` (from :meth:`request`) and tell the peer why.
+        """Withdraw the request behind ``future`` (from ``request``) and tell the peer why.
 
         Same as ``future.cancel()``, with the ``reason`` sent in the cancellation
         notification (where the client is configured to send one).
@@ -273,7 +273,7 @@ class JsonRpcClient(Closing):
         """Answer the peer's requests for ``method`` with ``handler(params)``.
 
         The handler runs on a handler worker and may call back into this client.
-        Its return value is the result; raising a :class:`JsonRpcError` answers
+        Its return value is the result; raising a ``JsonRpcError`` answers
         with that error; anything else it raises (``SystemExit`` included)
         answers -32603 with the exception's class name (the traceback is
         logged, not sent).  Requests for methods without a handler are answered
@@ -324,14 +324,14 @@ class JsonRpcClient(Closing):
             Seconds, or ``None`` for no deadline.
 
         Raises:
-            TypeError, ValueError: for a bad timeout (see :func:`~jsonrpc_threads._deadlines.check_timeout`).
+            TypeError, ValueError: for a bad timeout (see ``check_timeout``).
         """
         if isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
             return self.default_timeout
         return check_timeout(timeout)
 
     def attach_observer(self, make: Callable[[str], Any]) -> Any:
-        """The client's observer, made with ``make(label)`` the first time (for :mod:`jsonrpc_threads.observe`).
+        """The client's observer, made with ``make(label)`` the first time (for ``jsonrpc_threads.observe``).
 
         An observer has ``sent(data)``, ``received(data)`` and ``closed(error)``;
         the client calls them from its own hook points, and they return at once.
@@ -386,7 +386,7 @@ class JsonRpcClient(Closing):
         """Transport callback: one JSON text arrived.  Never raises, never runs user code.
 
         Returns:
-            The ids of the responses it carried (see :class:`~jsonrpc_threads.transports.base.MessageSink`).
+            The ids of the responses it carried (see ``MessageSink``).
         """
         return self._shell.received(data)
 
@@ -419,8 +419,8 @@ _future_type: Optional[Type[RequestFuture]] = None
 
 
 def _future_class() -> Type[RequestFuture]:
-    """:class:`~.futures.RequestFuture`, imported with the first ``request()``: a program that only makes
-    blocking calls never loads :mod:`concurrent.futures` (nor :mod:`logging`, ``traceback``, ``tokenize``...)."""
+    """``RequestFuture``, imported with the first ``request()``: a program that only makes
+    blocking calls never loads ``concurrent.futures`` (nor ``logging``, ``traceback``, ``tokenize``...)."""
     global _future_type
     if _future_type is None:
         from .futures import RequestFuture  # noqa: PLC0415 - on first use: see the docstring
@@ -444,7 +444,7 @@ class _BatchItem:
 class Batch:
     """Requests and notifications collected to be sent as one JSON array.
 
-    Made by :meth:`JsonRpcClient.batch`; not thread-safe (fill it from one
+    Made by ``JsonRpcClient.batch``; not thread-safe (fill it from one
     thread).  Each message is encoded when it is added, so bad params raise
     there and nothing of them is sent; the array is sent when the ``with``
     block exits without an exception, and each request's future settles like

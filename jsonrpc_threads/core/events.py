@@ -1,6 +1,6 @@
 """What the protocol core reports: small records, one per thing that happened on the connection.
 
-:class:`~jsonrpc_threads.core.protocol.Connection` returns these; the shell
+``Connection`` returns these; the shell
 acts on them (settles a future, runs a handler, sends an answer, writes a log
 line).  Each is a plain record with ``__slots__``, compared by value, never
 changed once made; any thread may hold one.  ``token`` is whatever the shell

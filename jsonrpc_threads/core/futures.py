@@ -1,7 +1,7 @@
 """The ``concurrent.futures.Future`` of a ``request()``.
 
-Theory of operation.  :class:`RequestFuture` is a
-:class:`concurrent.futures.Future`: its state, waiters and callbacks work as
+Theory of operation.  ``RequestFuture`` is a
+``concurrent.futures.Future``: its state, waiters and callbacks work as
 the standard library's.  It adds what a request needs, through public methods:
 
 - ``cancel()`` also hands the request back to its client (``on_cancel``), which
@@ -12,24 +12,24 @@ the standard library's.  It adds what a request needs, through public methods:
   settles the future (its own ``cancel()``), or when it is added to a future
   that is done already; but when the library settles it (answer, timeout,
   transport loss, close), which happens inside
-  :class:`~jsonrpc_threads._workers.library_settling`, the callback is not run there (a reader
+  ``library_settling``, the callback is not run there (a reader
   or the timer thread) but collected, and the block hands all it collected to
   the client's callback workers at its end, each future's callbacks together
   and in the order they were added;
 - ``result()`` and ``exception()`` mark a library worker that waits in them
-  (:func:`~jsonrpc_threads._workers.waiting_for_answer`), so a handler waiting for an answer
+  (``waiting_for_answer``), so a handler waiting for an answer
   never holds a worker the answer needs.
 
 And one measured departure from ``Future`` as it is, for memory and for the
 cycle collector: the future is lean while nobody waits on it (see
-:class:`RequestFuture`), and the ``RequestTimeout`` of one nobody waits on is
-made when first asked for (:meth:`RequestFuture.settle_timeout`).
+``RequestFuture``), and the ``RequestTimeout`` of one nobody waits on is
+made when first asked for (``RequestFuture.settle_timeout``).
 
 Whoever removes a request from the protocol core settles its future, once
-(:meth:`RequestFuture.settle_result`); a future the caller cancelled meanwhile
+(``RequestFuture.settle_result``); a future the caller cancelled meanwhile
 is left as it is.  The client imports this module with its first
 ``request()``: a program that only makes blocking calls never loads
-:mod:`concurrent.futures` (nor the :mod:`logging` it imports).
+``concurrent.futures`` (nor the ``logging`` it imports).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ logger = get_logger("jsonrpc_threads.core.futures")
 
 
 class DeferredCallback:
-    """A done-callback of a :class:`RequestFuture`; collected instead of run while the library settles."""
+    """A done-callback of a ``RequestFuture``; collected instead of run while the library settles."""
 
     __slots__ = ("fn", "future", "more")
 
@@ -89,7 +89,7 @@ class _MadeOnFirstUse:
     """``Future._condition``, ``_waiters`` or ``_done_callbacks``: made the first time it is read.
 
     The first read stores the value in the instance dict (which then shadows
-    this descriptor), under :data:`_CONDITION_LOCK`: a settler looking for the
+    this descriptor), under ``_CONDITION_LOCK``: a settler looking for the
     Condition under that lock either finds it or settles before anyone can wait.
     """
 
@@ -117,7 +117,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
     and a measured one (``benchmarks/README.md``, the timers case).  Its
     Condition and its two lists are made the first time something needs them,
     and a future that nobody waits on is settled without one: under
-    :data:`_CONDITION_LOCK`, which every maker of the Condition takes too, so
+    ``_CONDITION_LOCK``, which every maker of the Condition takes too, so
     a waiter either finds it settled or is woken by the settler, as ever.
     Done-callbacks added then go to the same list ``Future`` runs.  So 100,000
     pending requests cost about 360 bytes each, not 1.9 KB, and a burst of
@@ -146,12 +146,12 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         self._on_cancel = on_cancel
 
     def set_result(self, result: Any) -> None:
-        """As :meth:`concurrent.futures.Future.set_result` (no Condition made when nobody waits)."""
+        """As ``concurrent.futures.Future.set_result`` (no Condition made when nobody waits)."""
         if not (_LEAN and self._settle_lean(result, None)):
             super().set_result(result)
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
-        """As :meth:`concurrent.futures.Future.set_exception` (no Condition made when nobody waits)."""
+        """As ``concurrent.futures.Future.set_exception`` (no Condition made when nobody waits)."""
         if not (_LEAN and self._settle_lean(None, exception)):
             super().set_exception(exception)
 
@@ -189,7 +189,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
             pass
 
     def settle_exception(self, error: BaseException) -> None:
-        """As :meth:`settle_result`, with an error."""
+        """As ``settle_result``, with an error."""
         if not (_LEAN and self._settle_lean(None, error)):
             self._settle_error(error)
 
@@ -200,7 +200,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
             pass
 
     def settle_timeout(self, method: str, request_id: RequestId, timeout: Optional[float], hint: str) -> None:
-        """As :meth:`settle_exception` with a :class:`~jsonrpc_threads.errors.RequestTimeout`, made when asked for.
+        """As ``settle_exception`` with a ``RequestTimeout``, made when asked for.
 
         A future nobody waits on keeps the four facts, and its
         ``exception()`` (or ``result()``) makes the error the first time: a
@@ -238,7 +238,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         return self.cancel_with_reason("Cancelled by the client")
 
     def cancel_with_reason(self, reason: str) -> bool:
-        """As :meth:`cancel`, telling the peer ``reason`` in the cancellation notification."""
+        """As ``cancel``, telling the peer ``reason`` in the cancellation notification."""
         if not Future.cancel(self):
             return False
         claim = object()
@@ -249,7 +249,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         return True
 
     def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
-        """As :meth:`concurrent.futures.Future.add_done_callback`; never run on a reader or the timer thread.
+        """As ``concurrent.futures.Future.add_done_callback``; never run on a reader or the timer thread.
 
         When the library settles the future, ``fn`` runs on one of the
         client's callback workers; when the caller settles it (``cancel()``),
@@ -264,7 +264,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         super().add_done_callback(callback)
 
     def result(self, timeout: Optional[float] = None) -> Any:
-        """As :meth:`concurrent.futures.Future.result`.
+        """As ``concurrent.futures.Future.result``.
 
         A ``timeout`` here bounds this wait only: the request stays pending
         until its own deadline (``request(..., timeout=...)``) or ``cancel()``.
@@ -283,7 +283,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
             return super().result(timeout)
 
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
-        """As :meth:`concurrent.futures.Future.exception` (the same note on ``timeout``)."""
+        """As ``concurrent.futures.Future.exception`` (the same note on ``timeout``)."""
         if _LEAN and self._state == _FINISHED:
             return self._error()
         if current_worker() is None:

@@ -1,50 +1,50 @@
 """The protocol core of a JSON-RPC client: requests in, bytes out; bytes in, events out.  No I/O, no threads.
 
-Theory of operation.  A :class:`Connection` owns everything about a request's
+Theory of operation.  A ``Connection`` owns everything about a request's
 life that is a decision rather than an action: its id, its entry in the
 pending table, its deadline, and which way it ends.  It never writes, reads,
 waits or starts a thread, and it takes no lock: whoever drives it (the threaded
-shell, :class:`jsonrpc_threads.core.client.JsonRpcClient`, or a test) calls it
+shell, ``jsonrpc_threads.core.client.JsonRpcClient``, or a test) calls it
 from one thread at a time, and acts on what it returns.
 
-- :meth:`Connection.request` takes an id and encodes a request (it touches no
-  state but the id counter, so it may run anywhere); :meth:`Connection.register`
+- ``Connection.request`` takes an id and encodes a request (it touches no
+  state but the id counter, so it may run anywhere); ``Connection.register``
   then puts the request in the pending table, *before* its bytes are sent.
-- :meth:`Connection.receive` takes the bytes of one message (or batch) and
-  returns events (:mod:`jsonrpc_threads.core.events`): a request answered or
+- ``Connection.receive`` takes the bytes of one message (or batch) and
+  returns events (``jsonrpc_threads.core.events``): a request answered or
   failed, the peer's requests and notifications, and what was skipped and why.
-- :meth:`Connection.expire` returns the requests whose deadlines passed by a
-  given time, all of them at once; :meth:`Connection.next_deadline` says when
+- ``Connection.expire`` returns the requests whose deadlines passed by a
+  given time, all of them at once; ``Connection.next_deadline`` says when
   to call it next.  A deadline later than every one before it (the usual case:
   the same timeout, again and again) is appended to a queue; any other goes on
   a heap; the earliest is at the head of one of them.  The entry of a request
   that ended is left where it is until it surfaces (both are rebuilt when such
   entries are more than half of them), so ending a request costs nothing here.
-- :meth:`Connection.withdraw`, :meth:`Connection.fail` and
-  :meth:`Connection.close` end requests for the other reasons: the caller
+- ``Connection.withdraw``, ``Connection.fail`` and
+  ``Connection.close`` end requests for the other reasons: the caller
   cancelled, the transport could not carry them, the transport is gone.
 
 Every way a request ends removes it from the table, and only the step that
 removed it reports it: a request is settled exactly once, and an answer that
-comes late (or twice, or for an id never sent) is an :class:`~.events.Ignored`.
+comes late (or twice, or for an id never sent) is an ``Ignored``.
 
 Ordering.  The shell runs the handlers of the peer's notifications one at a
 time, in arrival order, and tells the core when each is done
-(:meth:`Connection.notification_done`).  A response that arrives while a
+(``Connection.notification_done``).  A response that arrives while a
 notification received before it is still being handled is held (reported as
-:class:`~.events.Held`, which settles nothing): it is reported answered once
+``Held``, which settles nothing): it is reported answered once
 those notifications are done, so a progress callback has
 always run before the call it reports on returns.  Held or not, the request is
 still pending: its deadline, ``close()`` and a failure all end it with the
 answer it already has.  Only notifications of methods the shell handles
-(:meth:`Connection.handle_notifications`) hold answers back, and a request the
+(``Connection.handle_notifications``) hold answers back, and a request the
 shell marks ``immediate`` (sent from inside a notification handler) is never
 held: its handler waits for it.
 
 Errors say whose fault they are: a malformed answer fails its request with
-:class:`~jsonrpc_threads.errors.InvalidRequest`, the peer's error object
-becomes the matching :class:`~jsonrpc_threads.errors.RemoteError`, and a
-closed connection raises a fresh :class:`~jsonrpc_threads.errors.TransportClosed`
+``InvalidRequest``, the peer's error object
+becomes the matching ``RemoteError``, and a
+closed connection raises a fresh ``TransportClosed``
 each time: no two futures ever share an exception object.
 """
 
@@ -82,8 +82,8 @@ class _Pending:
 class Connection:
     """The state of one JSON-RPC client connection; see the module docstring.
 
-    Not thread-safe: the caller serializes every method but :meth:`request`,
-    :meth:`notification` and the read-only properties.
+    Not thread-safe: the caller serializes every method but ``request``,
+    ``notification`` and the read-only properties.
     """
 
     def __init__(self) -> None:
@@ -113,12 +113,12 @@ class Connection:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` was called."""
+        """True once ``close`` was called."""
         return self._closed is not None
 
     @property
     def requests_made(self) -> int:
-        """How many ids :meth:`request` has handed out."""
+        """How many ids ``request`` has handed out."""
         return int(repr(self._ids)[6:-1]) - 1  # "count(N)": read without taking one
 
     @property
@@ -168,17 +168,17 @@ class Connection:
         """Put a request in the pending table (before its bytes are sent).
 
         Args:
-            request_id: its id (from :meth:`request`).
+            request_id: its id (from ``request``).
             method: its method, for the timeout's error.
             timeout: the timeout it was given, for the timeout's error.
-            deadline: when :meth:`expire` ends it (a :func:`time.monotonic`
+            deadline: when ``expire`` ends it (a ``time.monotonic``
                 time), or None when the caller keeps the deadline itself
-                (:meth:`time_out`) or there is none.
+                (``time_out``) or there is none.
             token: what the caller settles (its future), handed back in events.
             immediate: its answer is never held behind notifications.
 
         Raises:
-            TransportClosed: (a fresh one) after :meth:`close`.
+            TransportClosed: (a fresh one) after ``close``.
         """
         if self._closed is not None:
             raise fresh_error(self._closed)
@@ -203,12 +203,12 @@ class Connection:
         """One JSON text (a message or a batch) arrived: what it means.
 
         Returns:
-            The events, in the order of the messages: :class:`~.events.Answered`
-            and :class:`~.events.Failed` for requests it settles (none for one
-            held back), :class:`~.events.PeerRequest`,
-            :class:`~.events.PeerNotification`, :class:`~.events.Rejected`
+            The events, in the order of the messages: ``Answered``
+            and ``Failed`` for requests it settles (none for one
+            held back), ``PeerRequest``,
+            ``PeerNotification``, ``Rejected``
             (an invalid request, and the answer it gets) and
-            :class:`~.events.Ignored`.
+            ``Ignored``.
         """
         try:
             value = messages.decode(data)
@@ -219,7 +219,7 @@ class Connection:
     def receive_value(
         self, value: Any, data: Union[bytes, str] = b"", events: Optional[List[Event]] = None
     ) -> List[Event]:
-        """:meth:`receive` for a text decoded already; ``data`` is the text, for what is skipped.
+        """``receive`` for a text decoded already; ``data`` is the text, for what is skipped.
 
         ``events``: a list to append the events to (the events of several texts
         in one list), returned; a new one by default.
@@ -337,9 +337,9 @@ class Connection:
         """Every request whose deadline is at or before ``now``, ended at once.
 
         Returns:
-            One :class:`~.events.TimedOut` for all of them, in deadline order
+            One ``TimedOut`` for all of them, in deadline order
             (none when none timed out); before it, an
-            :class:`~.events.Answered` (or :class:`~.events.Failed`) for each
+            ``Answered`` (or ``Failed``) for each
             whose answer was in and held (a deadline never passes with an
             answer in hand unused).
         """
@@ -354,7 +354,7 @@ class Connection:
                 return self._time_out(due)
 
     def time_out(self, request_id: RequestId) -> List[Event]:
-        """The deadline of one request passed (the caller kept it): as :meth:`expire` for it alone."""
+        """The deadline of one request passed (the caller kept it): as ``expire`` for it alone."""
         return self._time_out([request_id])
 
     def _time_out(self, request_ids: List[RequestId]) -> List[Event]:
@@ -393,7 +393,7 @@ class Connection:
         return True
 
     def fail(self, request_ids: Iterable[RequestId], error: JsonRpcError) -> List[Event]:
-        """These requests could not be carried: a :class:`~.events.Failed` each (its own copy of ``error``).
+        """These requests could not be carried: a ``Failed`` each (its own copy of ``error``).
 
         One whose answer was in and held is settled with that answer instead.
         """
@@ -417,7 +417,7 @@ class Connection:
         The first close's error is the one later requests fail with.
 
         Returns:
-            A :class:`~.events.Failed` for each pending request (or its held answer).
+            A ``Failed`` for each pending request (or its held answer).
         """
         if self._closed is None:
             self._closed = error

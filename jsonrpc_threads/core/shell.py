@@ -1,27 +1,27 @@
 """The threaded shell around the protocol core: one lock, and the threads that act on what the core decides.
 
 Theory of operation.  The decisions are the core's
-(:class:`~jsonrpc_threads.core.protocol.Connection`): ids, the pending table,
+(``Connection``): ids, the pending table,
 which answer settles which request, when a deadline passed, which answers
-wait for notification handlers.  A :class:`Shell` calls the core under its
+wait for notification handlers.  A ``Shell`` calls the core under its
 one lock (``lock``) and acts on the events that come back after letting go of
 it: it settles futures and waiters, hands user code to workers, writes
 through the transport, and logs.
 
 - Deadlines: the core keeps them; the shell keeps one timer on the process's
-  timer thread (:mod:`jsonrpc_threads._scheduler`), at the earliest of them,
+  timer thread (``jsonrpc_threads._scheduler``), at the earliest of them,
   and when it fires ends everything that is due in one call
   (``Connection.expire``), then sets it again.
-- User code runs on workers only (:mod:`jsonrpc_threads._workers`), never on a
+- User code runs on workers only (``jsonrpc_threads._workers``), never on a
   reader thread, the timer thread or under the lock: the peer's requests on the
   handler pool, its notifications one at a time on the notification lane (each
   reported done to the core, which then releases the answers that waited for
   it), and the done-callbacks of futures the library settles on the callback
   pool.  The cancellation notification sent when a request is given up is
   built and sent on the handler pool too (its builder may be the caller's).
-- A blocking ``call()`` waits on a :class:`~jsonrpc_threads._workers.CallWaiter`;
+- A blocking ``call()`` waits on a ``CallWaiter``;
   the futures of ``request()`` are settled inside
-  :class:`~jsonrpc_threads._workers.library_settling`, which collects their
+  ``library_settling``, which collects their
   done-callbacks for the callback workers instead of running them here.
 
 The shell never calls up into the client: the client calls it, and the
@@ -114,7 +114,7 @@ class Shell:
                 self._arm_locked(deadline)
 
     def register_batch(self, entries: Sequence[Tuple[RequestId, str, Optional[float], Optional[float], Any]]) -> None:
-        """:meth:`register` for each of ``(id, method, timeout, deadline, token)``, all or none.
+        """``register`` for each of ``(id, method, timeout, deadline, token)``, all or none.
 
         Raises:
             TransportClosed: (a fresh one) when the client is closed; none was registered.

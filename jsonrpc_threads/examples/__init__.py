@@ -1,8 +1,8 @@
 """Runnable examples: ``python -m jsonrpc_threads.examples.<name>``.
 
 - ``demo``: what ``make demo`` runs (the client against ``tool_server``);
-- ``tool_server``: a JSON-RPC tool server over stdio, on :mod:`jsonrpc_threads.server`;
-- ``mcp_tool_server``: a small MCP server over stdio, on :mod:`jsonrpc_threads.server`;
+- ``tool_server``: a JSON-RPC tool server over stdio, on ``jsonrpc_threads.server``;
+- ``mcp_tool_server``: a small MCP server over stdio, on ``jsonrpc_threads.server``;
 - ``http_server``: a JSON-RPC server over HTTP on 127.0.0.1 (``ExampleHttpServer`` runs it in a thread).
 
 Start them from Python with ``[sys.executable, "-m", "jsonrpc_threads.examples.<name>"]``:

@@ -2,7 +2,7 @@
 
 Run it with ``python -m jsonrpc_threads.examples.http_server`` (``--port N``,
 default 8000; ``0`` picks a free port); it prints its URL on stdout once it
-listens, and serves until interrupted.  From Python, :class:`ExampleHttpServer`
+listens, and serves until interrupted.  From Python, ``ExampleHttpServer``
 runs it in a thread of the calling process::
 
     with ExampleHttpServer() as server:      # a free port on 127.0.0.1
@@ -11,7 +11,7 @@ runs it in a thread of the calling process::
 Each request is one POST of one JSON-RPC message (or batch) to ``/rpc``,
 answered ``application/json``; a POST that holds only notifications is
 answered ``202 Accepted`` with no body.  The methods are those of
-:mod:`jsonrpc_threads.examples.tool_server` that make sense without a stdio
+``jsonrpc_threads.examples.tool_server`` that make sense without a stdio
 stream: ``add``, ``echo`` and ``list_tools``.  Other paths answer 404, other
 HTTP methods 405.  It listens on the loopback interface only, and it is an
 example: no authentication, no TLS.
@@ -158,7 +158,7 @@ class ExampleHttpServer:
     """The example server on ``127.0.0.1:port`` (0: a free port), served by a thread of this process.
 
     A context manager: the ``with`` block starts nothing more than ``__init__``
-    did and closes it at the end.  Thread-safe: :meth:`close` may be called from
+    did and closes it at the end.  Thread-safe: ``close`` may be called from
     any thread, more than once.
 
     Args:

@@ -1,4 +1,4 @@
-"""A small MCP server over stdio, written on :func:`jsonrpc_threads.server.serve` (no MCP SDK).
+"""A small MCP server over stdio, written on ``jsonrpc_threads.server.serve`` (no MCP SDK).
 
 Run it with ``python -m jsonrpc_threads.examples.mcp_tool_server``, or name it
 in an ``mcpServers`` configuration::
@@ -18,8 +18,8 @@ cancellation (``notifications/cancelled``), and
 
 - ``add {a, b}``: the sum of two numbers;
 - ``echo {text}``: the text back;
-- ``slow {seconds, steps}``: waits ``seconds`` (up to :data:`MAX_SLOW_SECONDS`)
-  in ``steps`` steps (up to :data:`MAX_SLOW_STEPS`), reporting progress after
+- ``slow {seconds, steps}``: waits ``seconds`` (up to ``MAX_SLOW_SECONDS``)
+  in ``steps`` steps (up to ``MAX_SLOW_STEPS``), reporting progress after
   each; a cancelled call stops waiting;
 - ``fail {message}``: an ``isError`` result carrying ``message``;
 - ``crash {code}``: the process exits at once with ``code``, answering nothing;
@@ -98,7 +98,7 @@ def _argument(arguments: Dict[str, Any], name: str, types: Tuple[Type[Any], ...]
 def _bounded(
     arguments: Dict[str, Any], name: str, types: Tuple[Type[Any], ...], default: Any, low: Any, high: Any
 ) -> Any:
-    """As :func:`_argument`, from ``low`` to ``high`` (both included)."""
+    """As ``_argument``, from ``low`` to ``high`` (both included)."""
     value = _argument(arguments, name, types, default)
     if not low <= value <= high:
         raise ToolError(f"{name!r} must be from {low} to {high}, not {value}")

@@ -1,4 +1,4 @@
-"""A tiny tool server: the example of writing a tool with :func:`jsonrpc_threads.server.serve`.
+"""A tiny tool server: the example of writing a tool with ``jsonrpc_threads.server.serve``.
 
 Run it with ``python -m jsonrpc_threads.examples.tool_server`` and write one
 JSON-RPC 2.0 request per line on its stdin::
@@ -6,8 +6,8 @@ JSON-RPC 2.0 request per line on its stdin::
     {"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"a": 1, "b": 2}}
 
 Each tool is a plain function taking the request's params (a dict) and returning
-a JSON value.  Bad params raise :class:`~jsonrpc_threads.errors.InvalidParams`;
-an unknown method raises :class:`~jsonrpc_threads.errors.MethodNotFound`.  The
+a JSON value.  Bad params raise ``InvalidParams``;
+an unknown method raises ``MethodNotFound``.  The
 server runs requests concurrently, so ``hang`` blocks only itself.  Logs go to
 stderr; stdout carries nothing but protocol lines.
 """

@@ -19,7 +19,7 @@ Routes:
   worker's pid, thread and file descriptor counts; ``503`` while a server is
   failed;
 - ``POST /mcp``: the same tools served back as an MCP server (Streamable
-  HTTP, JSON answers) by :class:`jsonrpc_threads.wsgi.JsonRpcApp`: the app
+  HTTP, JSON answers) by ``jsonrpc_threads.wsgi.JsonRpcApp``: the app
   exposes tools as well as calls them.
 
 The registry is made on first use in each process, from the ``mcpServers``
@@ -85,7 +85,7 @@ def registry() -> ToolRegistry:
 
 
 def create_app(tool_registry: Optional[ToolRegistry] = None) -> Flask:
-    """The Flask app, over ``tool_registry`` (default: the process-wide :func:`registry`)."""
+    """The Flask app, over ``tool_registry`` (default: the process-wide ``registry``)."""
 
     def tools_of() -> ToolRegistry:
         return tool_registry if tool_registry is not None else registry()

@@ -6,14 +6,14 @@ anything, starts a thread or takes a lock, so each is tested by feeding every
 input split at every offset.  Transports own the file descriptors and sockets
 and call these around their reads and writes.
 
-- :mod:`.lines`: one JSON text per line (stdio MCP servers, JSON-RPC tools).
-- :mod:`.content_length`: ``Content-Length`` headers and a body (language servers).
-- :mod:`.sse`: server-sent events (MCP Streamable HTTP answers and listen streams).
+- ``lines``: one JSON text per line (stdio MCP servers, JSON-RPC tools).
+- ``content_length``: ``Content-Length`` headers and a body (language servers).
+- ``sse``: server-sent events (MCP Streamable HTTP answers and listen streams).
 
 Every decoder enforces a size limit without ever holding an oversized
 message whole: it skips the message as it arrives and reports
-:class:`Oversized`, with the ids of the responses the message held where it
-could tell (:mod:`.response_ids`: the one scan for them, so that a transport
+``Oversized``, with the ids of the responses the message held where it
+could tell (``response_ids``: the one scan for them, so that a transport
 fails the request an oversized answer was for, and no other).
 """
 

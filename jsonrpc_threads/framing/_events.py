@@ -16,11 +16,11 @@ class Oversized(Record):
     """A message longer than the limit was skipped.
 
     Attributes:
-        head: its first bytes (at most :data:`OVERSIZED_HEAD_BYTES`).
+        head: its first bytes (at most ``OVERSIZED_HEAD_BYTES``).
         size: how many bytes it had (at least; the framing's own bytes excluded).
         limit: the limit it broke.
         response_ids: the ids of the responses it held, found as its bytes went
-            by (:mod:`.response_ids`); ``()`` when it held none, or when that
+            by (``response_ids``); ``()`` when it held none, or when that
             is unknown (a message cut short, or not JSON).
     """
 

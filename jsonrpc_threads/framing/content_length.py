@@ -11,13 +11,13 @@ bytes as ``Content-Length`` says::
 Header names are case-insensitive; ``Content-Type`` is accepted and other
 headers are ignored; header lines may end with CRLF or a bare LF.  A header
 part without a usable ``Content-Length`` (missing, not a number, given twice
-with different values) is a :class:`~jsonrpc_threads.framing.FramingError`:
+with different values) is a ``FramingError``:
 it is skipped and decoding goes on with the next header part, so one bad
 message never poisons the stream.  Bytes that never form a header part (no
-blank line within :data:`MAX_HEADER_BYTES`) are skipped up to the next
+blank line within ``MAX_HEADER_BYTES``) are skipped up to the next
 ``Content-Length`` the decoder finds.  A body longer than the limit is
 skipped as it arrives (scanned for the ids of the responses it holds, see
-:mod:`.response_ids`) and reported as :class:`~jsonrpc_threads.framing.Oversized`.
+``response_ids``) and reported as ``Oversized``.
 """
 
 from __future__ import annotations

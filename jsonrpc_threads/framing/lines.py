@@ -3,13 +3,13 @@
 U+2028 and U+2029 inside a JSON string are not line breaks here (they are
 ordinary characters in UTF-8 JSON), a trailing ``b"\\r"`` is JSON whitespace
 and left in place, blank lines are skipped, and a last line without its
-newline is handed back by :meth:`LineDecoder.end` at end of stream.
+newline is handed back by ``LineDecoder.end`` at end of stream.
 
 A line longer than the limit is never held whole: its head is kept, the rest
 is counted, scanned for the ids of the responses it holds
-(:class:`~jsonrpc_threads.framing.response_ids.ResponseIdScan`) and dropped as
+(``ResponseIdScan``) and dropped as
 it arrives, and once its newline comes the decoder hands back one
-:class:`~jsonrpc_threads.framing.Oversized`.
+``Oversized``.
 """
 
 from __future__ import annotations

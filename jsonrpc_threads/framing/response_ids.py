@@ -4,7 +4,7 @@ Theory of operation.  A message over the size limit is never held whole, so it
 is never decoded; yet when it answers a pending request, that request should
 fail at once (``MessageTooLarge``) instead of waiting for its deadline.  A
 framing decoder that skips such a message feeds its bytes, as they arrive, to
-a :class:`ResponseIdScan`, which follows just enough of JSON's grammar to tell,
+a ``ResponseIdScan``, which follows just enough of JSON's grammar to tell,
 once the text has ended, which responses it held:
 
 - the top-level object (or each object of a top-level array: a batch) is read
@@ -22,7 +22,7 @@ once the text has ended, which responses it held:
 The answer is "unknown" (no ids, never a guess) for a text that has not ended
 (its top-level value not closed, or more than whitespace after it), one that
 breaks JSON's grammar as far as the scan follows it, one nested deeper than
-:data:`MAX_DEPTH`, and an object whose id is longer than :data:`MAX_ID_BYTES`.
+``MAX_DEPTH``, and an object whose id is longer than ``MAX_ID_BYTES``.
 The scan validates keys, the ``id`` and the structure around them, not every
 byte of a skipped value: for a text that is not JSON it may name ids.
 
@@ -100,7 +100,7 @@ _NO_ID = object()
 
 
 class ResponseIdScan:
-    """Feed it one JSON text in pieces; :meth:`response_ids` then names the responses it held.
+    """Feed it one JSON text in pieces; ``response_ids`` then names the responses it held.
 
     Not thread-safe: one decoder feeds it.  See the module docstring for the rules.
     """
@@ -371,7 +371,7 @@ class ResponseIdScan:
 
 
 def response_ids(text: bytes) -> Tuple[RequestId, ...]:
-    """The ids of the responses a whole JSON text holds (see :class:`ResponseIdScan`)."""
+    """The ids of the responses a whole JSON text holds (see ``ResponseIdScan``)."""
     scan = ResponseIdScan()
     scan.feed(text)
     return scan.response_ids()

@@ -20,7 +20,7 @@ Two departures from what a browser's ``EventSource`` dispatches, both for MCP:
   its own ``retry``: the caller keeps the last event id and the delay across
   reconnections itself, since a resumed stream is a new decoder.
 
-Events come out as :class:`sseclient.Event`, sseclient-py's type (``id``,
+Events come out as ``sseclient.Event``, sseclient-py's type (``id``,
 ``event``, ``data``, ``retry``), with ``event`` defaulting to ``"message"`` and
 ``retry`` an ``int``.  sseclient-py's own reader does not fit a transport that
 bounds every read (it pulls from a blocking iterator), drops events with empty
@@ -29,14 +29,14 @@ so the decoding is done here, and the type is its.
 
 Size limit.  An event is never held whole beyond the limit: once its
 ``data`` (in UTF-8 bytes, the joining LFs counted) crosses the limit, or any
-of its lines grows longer than the limit plus :data:`FIELD_SLACK_BYTES`, the
+of its lines grows longer than the limit plus ``FIELD_SLACK_BYTES``, the
 rest of that event is dropped as it arrives, and the decoder hands back one
-:class:`~jsonrpc_threads.framing.Oversized` (with the first bytes of the
+``Oversized`` (with the first bytes of the
 data) for it.  When: as soon as the event crosses the limit (a transport that
 fails the exchange at once needs no more), or, with ``find_response_ids``,
 once the event ends, its ``data`` having been scanned as it went by for the
 ids of the responses it held
-(:class:`~jsonrpc_threads.framing.response_ids.ResponseIdScan`), so that a
+(``ResponseIdScan``), so that a
 transport on which one stream carries every answer fails only the request
 the event answered.  A comment line is dropped as it arrives, however long.
 """
@@ -372,7 +372,7 @@ def _strip_space(value: bytes) -> bytes:
 
 
 def _head(pieces: List[bytes]) -> bytes:
-    """The first :data:`OVERSIZED_HEAD_BYTES` of ``pieces`` joined with LF (without joining them all)."""
+    """The first ``OVERSIZED_HEAD_BYTES`` of ``pieces`` joined with LF (without joining them all)."""
     head = bytearray()
     for index, piece in enumerate(pieces):
         if index:

@@ -1,6 +1,6 @@
 """Language servers: a synchronous, thread-safe LSP client.
 
-:class:`LspClient` starts a language server (``pylsp``, ``pyright-langserver
+``LspClient`` starts a language server (``pylsp``, ``pyright-langserver
 --stdio``, ``gopls``, ``rust-analyzer``...) as a child process speaking JSON-RPC
 framed with ``Content-Length`` headers, runs the handshake, keeps the open
 documents and their versions, answers what the server asks of its client, and
@@ -8,8 +8,8 @@ offers the requests agents use (definition, references, hover, completion,
 symbols, rename, diagnostics) as blocking calls with a deadline each; closing
 it shuts the server down and reclaims its process tree, bounded in time.
 
-The position helpers (:func:`position_from_offset`, :func:`offset_from_position`)
-and the URI helpers (:func:`path_to_uri`, :func:`uri_to_path`) are pure
+The position helpers (``position_from_offset``, ``offset_from_position``)
+and the URI helpers (``path_to_uri``, ``uri_to_path``) are pure
 functions, usable without a server.
 """
 

@@ -1,44 +1,44 @@
 """LspClient: a synchronous Language Server Protocol client that works from any thread.
 
-Theory of operation.  An :class:`LspClient` drives one language server over a
-:class:`~jsonrpc_threads.client.JsonRpcClient` (cancellation style ``"lsp"``:
+Theory of operation.  An ``LspClient`` drives one language server over a
+``JsonRpcClient`` (cancellation style ``"lsp"``:
 a request that times out or whose future is cancelled sends
 ``$/cancelRequest``), usually a child process framed with ``Content-Length``
-headers (:class:`~jsonrpc_threads.transports.stdio.StdioTransport` with
+headers (``StdioTransport`` with
 ``framing="content-length"``).  The pieces, one module each:
 
-- :mod:`.handshake`: ``initialize``, ``initialized`` and the settings, one
+- ``handshake``: ``initialize``, ``initialized`` and the settings, one
   flight each caller waits for with its own deadline;
-- :mod:`.editing` and :mod:`.queries`: the calls on documents and the
+- ``editing`` and ``queries``: the calls on documents and the
   questions about code, the two halves of the client's face;
-- :mod:`.capabilities`: what ``initialize`` declares (only what this client
+- ``capabilities``: what ``initialize`` declares (only what this client
   does) and what it reads from the answer (position encoding, document sync);
-- :mod:`.documents`: the open documents, their versions and the order their
+- ``documents``: the open documents, their versions and the order their
   notifications go out in;
-- :mod:`.diagnostics`: ``publishDiagnostics`` kept per document, and waits for
+- ``diagnostics``: ``publishDiagnostics`` kept per document, and waits for
   those of a given version;
-- :mod:`.progress`: ``$/progress`` routed by token to a call's ``on_progress``,
+- ``progress``: ``$/progress`` routed by token to a call's ``on_progress``,
   partial results joined into the call's result;
-- :mod:`.server_requests`: the answers to the server's own requests, and its
+- ``server_requests``: the answers to the server's own requests, and its
   log messages;
-- :mod:`.positions` and :mod:`.uris`: pure conversions.
+- ``positions`` and ``uris``: pure conversions.
 
 Deadlines.  Every public call makes its deadline as it enters (its
 ``timeout``, else ``default_timeout``), and every step it triggers spends
 what is left of it: the handshake on a fresh client, a document
 notification's turn, the request, the wait for diagnostics.  A
-:class:`~jsonrpc_threads.errors.RequestTimeout` names the whole call's timeout.
+``RequestTimeout`` names the whole call's timeout.
 
 Lifecycle.  The handshake (``initialize``, then ``initialized``, then the
 settings in ``workspace/didChangeConfiguration``) runs once: in ``__enter__``,
 or on the first use, whichever comes first, on a thread of its own; every
 caller waits for it no longer than its own deadline, and it goes on when
-one gives up (:mod:`.handshake`).  :meth:`LspClient.close` sends
-``shutdown`` (at most :data:`SHUTDOWN_TIMEOUT_S`), then ``exit`` (at most
-:data:`EXIT_SEND_TIMEOUT_S`), then closes the transport, whose reclaim of the
+one gives up (``handshake``).  ``LspClient.close`` sends
+``shutdown`` (at most ``SHUTDOWN_TIMEOUT_S``), then ``exit`` (at most
+``EXIT_SEND_TIMEOUT_S``), then closes the transport, whose reclaim of the
 process tree is bounded too: a server that answered ``shutdown`` but is slow
-to exit is terminated after :data:`EXIT_GRACE_S`, and a server that ignores
-all of it is still gone within :data:`CLOSE_BOUND_S`.
+to exit is terminated after ``EXIT_GRACE_S``, and a server that ignores
+all of it is still gone within ``CLOSE_BOUND_S``.
 
 Every method may be called from any thread, concurrently: requests are
 pipelined on the one connection, never serialized behind a lock.  Results are
@@ -79,16 +79,16 @@ if TYPE_CHECKING:
 
 logger = get_logger(__name__)
 
-#: How long :meth:`LspClient.close` waits for the answer to ``shutdown``.
+#: How long ``LspClient.close`` waits for the answer to ``shutdown``.
 SHUTDOWN_TIMEOUT_S = 2.0
-#: How long :meth:`LspClient.close` may take to send ``exit``.
+#: How long ``LspClient.close`` may take to send ``exit``.
 EXIT_SEND_TIMEOUT_S = 1.0
 #: How long a server that answered ``shutdown`` and was sent ``exit`` gets to exit
 #: (its stdin closed too) before its process tree is terminated: after ``shutdown``
 #: there is nothing left for it to do, and some servers (jedi-language-server)
 #: take seconds to exit by themselves.
 EXIT_GRACE_S = 0.5
-#: The longest :meth:`LspClient.close` takes: ``shutdown``, ``exit``, then the
+#: The longest ``LspClient.close`` takes: ``shutdown``, ``exit``, then the
 #: transport's reclaim of a child that ignores everything (stdin closed,
 #: terminate, kill, each with its grace).
 CLOSE_BOUND_S = SHUTDOWN_TIMEOUT_S + EXIT_SEND_TIMEOUT_S + CLOSE_WAIT_S
@@ -114,10 +114,10 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
     """A synchronous client of one language server.  Thread-safe; a context manager.
 
     ``with LspClient(...) as lsp:`` runs the handshake and, at the end, shuts
-    the server down and reclaims its process (bounded by :data:`CLOSE_BOUND_S`).
+    the server down and reclaims its process (bounded by ``CLOSE_BOUND_S``).
     Positions (``line``, ``character``) count from 0, characters in the
-    negotiated :attr:`position_encoding` (UTF-16 unless the caller offered
-    more and the server chose another); :meth:`position_at` converts a Python
+    negotiated ``position_encoding`` (UTF-16 unless the caller offered
+    more and the server chose another); ``position_at`` converts a Python
     string offset.  Results are the wire JSON as plain dicts and lists.
 
     Every method may be called from any thread.  The caller's handlers
@@ -128,7 +128,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
 
     Args:
         command_or_transport: the server's command line (a ``str``, split with
-            :func:`shlex.split`, or an argv list), run as a child process framed
+            ``shlex.split``, or an argv list), run as a child process framed
             with ``Content-Length``; or a transport that is (the client owns it).
         root_uri: the workspace root, as a ``file:`` URI or a local path (sent
             as ``rootUri`` and as the one workspace folder), or ``None``.
@@ -155,7 +155,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
             what you handle yourself (``on_request``).
         client_info: ``{"name", "version"}`` sent as ``clientInfo``.
         env, cwd, inherit_env: for a command, as
-            :class:`~jsonrpc_threads.transports.stdio.StdioTransport` takes them.
+            ``StdioTransport`` takes them.
         handler_workers: threads for the server's requests running at once.
 
     Raises:
@@ -309,12 +309,12 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
         self.initialize()
 
     def close(self) -> None:
-        """Shut the server down and reclaim its process; bounded by :data:`CLOSE_BOUND_S`.
+        """Shut the server down and reclaim its process; bounded by ``CLOSE_BOUND_S``.
 
-        Sends ``shutdown`` and waits up to :data:`SHUTDOWN_TIMEOUT_S` for its
+        Sends ``shutdown`` and waits up to ``SHUTDOWN_TIMEOUT_S`` for its
         answer, then ``exit``, then closes the transport (stdin closed, the
         process tree terminated, then killed, each step bounded; a child that
-        answered ``shutdown`` gets :data:`EXIT_GRACE_S` to exit before it is
+        answered ``shutdown`` gets ``EXIT_GRACE_S`` to exit before it is
         terminated, others the transport's stdin grace), failing
         whatever is still pending with ``TransportClosed``.  A server that was
         never initialized, or is gone already, is only reclaimed.  Idempotent
@@ -353,14 +353,14 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
         return answered
 
     def _reclaim_after_exit(self) -> None:
-        """A child told ``exit`` gets :data:`EXIT_GRACE_S` to go, not a stdin close's full grace."""
+        """A child told ``exit`` gets ``EXIT_GRACE_S`` to go, not a stdin close's full grace."""
         transport = self._rpc.transport
         if isinstance(transport, StdioTransport):
             transport.close(stdin_grace=EXIT_GRACE_S)
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` started or the server went away."""
+        """True once ``close`` started or the server went away."""
         return self._close_started or self._rpc.closed
 
     # -- what the handshake said ------------------------------------------------------------
@@ -443,7 +443,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
     def request(self, method: str, params: Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Future[Any]:
         """Send a request after the handshake and return a future for its result.
 
-        As :meth:`JsonRpcClient.request <jsonrpc_threads.client.JsonRpcClient.request>`
+        As ``JsonRpcClient.request``
         (``future.cancel()`` sends ``$/cancelRequest``).  ``timeout`` bounds
         the whole call: the handshake, when it has not run, blocks this call
         within it, and the request's life is what is left.
@@ -455,7 +455,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
     def call(self, method: str, params: Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Any:
         """Send a request after the handshake and block until its result, or its timeout.
 
-        As :meth:`JsonRpcClient.call <jsonrpc_threads.client.JsonRpcClient.call>`;
+        As ``JsonRpcClient.call``;
         ``timeout`` bounds the whole call, the handshake if it has not run included.
 
         Raises:
@@ -471,8 +471,8 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
     def notify(self, method: str, params: Params = None, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
         """Send a notification after the handshake.
 
-        As :meth:`JsonRpcClient.notify <jsonrpc_threads.client.JsonRpcClient.notify>`.
-        For documents, use :meth:`open`, :meth:`change` and :meth:`close_document`,
+        As ``JsonRpcClient.notify``.
+        For documents, use ``open``, ``change`` and ``close_document``,
         which keep their versions.  ``timeout`` bounds the whole call, the
         handshake if it has not run included.
         """

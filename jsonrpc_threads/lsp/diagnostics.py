@@ -3,13 +3,13 @@
 A server sends ``textDocument/publishDiagnostics`` when it likes: after an
 open or a change, once it has analysed the text, sometimes again later.  To
 answer "what does the server say about the text I just sent", the
-:class:`DiagnosticsBoard` keeps, per document, the latest publication and a
+``DiagnosticsBoard`` keeps, per document, the latest publication and a
 count of publications, and a waiter names what it waits for:
 
 - the document's version, when the server says which version its
   diagnostics are for (``version`` in the notification; pylsp and pyright do);
 - else, any publication that arrived after the client sent that version
-  (the count at that moment is recorded by :meth:`DiagnosticsBoard.expect`),
+  (the count at that moment is recorded by ``DiagnosticsBoard.expect``),
   as long as the server never named a version for that document: a server
   that does (pylsp) also clears a closed document's diagnostics without one,
   and that empty list says nothing about the text opened next.
@@ -19,7 +19,7 @@ at once, so a caller that asks late does not wait for a second one.
 
 The board's handler runs on the client's notification thread; waiting happens
 on the caller's thread, bounded by its deadline, and ends early with
-:class:`~jsonrpc_threads.errors.TransportClosed` when the connection ends.
+``TransportClosed`` when the connection ends.
 
 Thread-safe.
 """
@@ -121,7 +121,7 @@ class DiagnosticsBoard:
         Args:
             uri: the document.
             timeout: the timeout the deadline was made from (for the error).
-            deadline: the :func:`time.monotonic` deadline, or ``None``.
+            deadline: the ``time.monotonic`` deadline, or ``None``.
 
         Raises:
             RequestTimeout: nothing matching arrived before ``deadline``.

@@ -6,13 +6,13 @@ content is what the client says it is, not what is on disk, and each
 never repeats for a URI within one client: a document opened again after
 ``didClose`` starts one above the last version sent for it, so a server's late
 publication about the old text can never pass for one about the new.  The
-:class:`DocumentStore` keeps that record and decides, under its lock, the
+``DocumentStore`` keeps that record and decides, under its lock, the
 version of each change and its place in the outgoing order (a ticket of
-:class:`~._ordering.InOrder`), so that two threads editing one document never
+``InOrder``), so that two threads editing one document never
 send version 4 before version 3.  Sending is the client's job
-(:mod:`jsonrpc_threads.lsp.client`); the store does no I/O.
+(``jsonrpc_threads.lsp.client``); the store does no I/O.
 
-Documents are keyed by their normalized URI (:func:`~.uris.normalize_uri`), so
+Documents are keyed by their normalized URI (``normalize_uri``), so
 ``open("main.py")`` and a server's ``file:///.../main.py`` name the same one.
 
 Thread-safe.
@@ -72,7 +72,7 @@ LANGUAGE_IDS: Dict[str, str] = {
     ".xml": "xml",
     ".sql": "sql",
 }
-#: The language identifier of a document whose suffix is not in :data:`LANGUAGE_IDS`.
+#: The language identifier of a document whose suffix is not in ``LANGUAGE_IDS``.
 DEFAULT_LANGUAGE_ID = "plaintext"
 
 
@@ -105,7 +105,7 @@ class DocumentStore:
     def open(self, uri: str, text: str, language_id: str) -> Tuple[Document, int]:
         """Record a document as open; returns it and the ticket of its ``didOpen``.
 
-        Its version is :data:`FIRST_VERSION` the first time, else one more than
+        Its version is ``FIRST_VERSION`` the first time, else one more than
         the last version given for the URI (a reopen never repeats one).
 
         Raises:

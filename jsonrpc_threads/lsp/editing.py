@@ -1,19 +1,19 @@
 """Open documents, as calls of LspClient: open, change and close them, their diagnostics, positions in them.
 
-Theory of operation.  :class:`DocumentCalls` is the part of
-:class:`~jsonrpc_threads.lsp.LspClient` that tells the server about the
+Theory of operation.  ``DocumentCalls`` is the part of
+``LspClient`` that tells the server about the
 documents the caller edits (``textDocument/didOpen``, ``didChange``,
 ``didClose``), waits for the diagnostics it publishes about them, and turns
 Python string offsets into protocol positions and back.  The store of open
-documents (:mod:`.documents`) decides each version and each notification's
-place in the outgoing order; the board (:mod:`.diagnostics`) keeps what the
+documents (``documents``) decides each version and each notification's
+place in the outgoing order; the board (``diagnostics``) keeps what the
 server published.
 
 Deadlines.  Each call makes its deadline as it enters (its ``timeout``, else
 the client's ``default_timeout``), and every step it triggers spends what is
-left of it: the handshake if it has not run (:mod:`.handshake`), the wait for
+left of it: the handshake if it has not run (``handshake``), the wait for
 the notification's turn, the send, the wait for diagnostics.  A
-:class:`~jsonrpc_threads.errors.RequestTimeout` names the whole call's timeout.
+``RequestTimeout`` names the whole call's timeout.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -37,7 +37,7 @@ logger = get_logger(__name__)
 
 
 class DocumentCalls:
-    """Documents, their diagnostics and positions: these calls of :class:`~jsonrpc_threads.lsp.LspClient`."""
+    """Documents, their diagnostics and positions: these calls of ``LspClient``."""
 
     _rpc: JsonRpcClient
     _handshake: Handshake
@@ -68,7 +68,7 @@ class DocumentCalls:
             path_or_uri: a local path or a URI.
             text: the content; by default the file's, read as UTF-8.
             language_id: by default from the suffix (``.py``: ``python``; see
-                :data:`~jsonrpc_threads.lsp.documents.LANGUAGE_IDS`).
+                ``LANGUAGE_IDS``).
             timeout: for the whole call: the handshake if it has not run, the
                 wait for its turn among the document notifications, the send.
 
@@ -153,7 +153,7 @@ class DocumentCalls:
         send: bool,
         version: Optional[int],
     ) -> None:
-        """Send a document notification in its turn (see :mod:`._ordering`), within the call's ``deadline``."""
+        """Send a document notification in its turn (see ``_ordering``), within the call's ``deadline``."""
         order = self._documents.order
         if not order.wait_turn(ticket, deadline.at):
             raise RequestTimeout(method, None, deadline.timeout, "earlier document notifications were still being sent")
@@ -203,7 +203,7 @@ class DocumentCalls:
         file's on disk.  Example: ``lsp.position_at(uri, text.index("greet"))``.
 
         Returns:
-            ``(line, character)``, what :meth:`definition` and the others take.
+            ``(line, character)``, what ``definition`` and the others take.
 
         Raises:
             ValueError: an offset outside the text.

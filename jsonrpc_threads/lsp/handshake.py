@@ -9,16 +9,16 @@ starts it on a thread of its own (``jsonrpc-lsp-handshake[<label>]``), never
 on its own thread: the caller's deadline may pass while others still want
 the handshake, and the handshake must not die with it.  Every caller, the
 first included, then waits for the handshake no longer than its own
-deadline (the :class:`~jsonrpc_threads._deadlines.Deadline` its public call
+deadline (the ``Deadline`` its public call
 made as it entered) and, if that passes first, gets
-:class:`~jsonrpc_threads.errors.RequestTimeout` naming its whole timeout;
+``RequestTimeout`` naming its whole timeout;
 the handshake goes on, and a later call finds it done.
 
 So ``initialize`` is sent without a deadline of its own and is never
 withdrawn (it cannot be sent again): it ends with the server's answer, or
 when the connection ends (``close()`` fails it with
-:class:`~jsonrpc_threads.errors.TransportClosed`).  ``initialized`` and the
-settings are bounded by :data:`INITIALIZED_SEND_TIMEOUT_S`, the handshake's
+``TransportClosed``).  ``initialized`` and the
+settings are bounded by ``INITIALIZED_SEND_TIMEOUT_S``, the handshake's
 own bound, not a caller's.  A handshake that failed (the server refused
 ``initialize``, or went away) stays failed: every later call raises a copy
 of its error.
@@ -42,7 +42,7 @@ from ..transports.base import ExplainsTimeouts, describe
 
 #: How long sending ``initialized`` and the settings may take after ``initialize`` was answered.
 INITIALIZED_SEND_TIMEOUT_S = 5.0
-#: How long :meth:`Handshake.close` waits for a handshake thread still running (the connection is closed by then).
+#: How long ``Handshake.close`` waits for a handshake thread still running (the connection is closed by then).
 HANDSHAKE_JOIN_S = 2.0
 
 
@@ -99,7 +99,7 @@ class Handshake:
         """Make sure the handshake is done before a call goes on; True when the call had to wait for it.
 
         Raises:
-            As :meth:`join`.
+            As ``join``.
         """
         if self.succeeded():
             return False
@@ -171,7 +171,7 @@ def call_deadline(rpc: JsonRpcClient, timeout: Timeout) -> Deadline:
     """The deadline of a public call entering now with ``timeout`` (``DEFAULT_TIMEOUT``: the client's default).
 
     Raises:
-        TypeError, ValueError: a bad ``timeout`` (as :func:`~jsonrpc_threads._deadlines.check_timeout`).
+        TypeError, ValueError: a bad ``timeout`` (as ``check_timeout``).
     """
     return Deadline.after(timeout, rpc.default_timeout)
 
@@ -187,7 +187,7 @@ def call_within(rpc: JsonRpcClient, method: str, params: Any, deadline: Deadline
     """``rpc.call`` with what is left of ``deadline``; a timeout names the whole call's.
 
     Raises:
-        As :meth:`JsonRpcClient.call <jsonrpc_threads.client.JsonRpcClient.call>`.
+        As ``JsonRpcClient.call``.
     """
     try:
         return rpc.call(method, params, timeout=deadline.remaining())

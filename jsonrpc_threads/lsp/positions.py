@@ -11,8 +11,8 @@ that client and server agreed on in ``initialize``:
 - ``"utf-32"``: code points, which is what a Python ``str`` index counts.
 
 A Python string offset (``text.index("greet")``) is a code point index into the
-whole text; :func:`position_from_offset` turns it into a position in any of the
-three encodings, and :func:`offset_from_position` turns a server's position
+whole text; ``position_from_offset`` turns it into a position in any of the
+three encodings, and ``offset_from_position`` turns a server's position
 back into an offset.  For ASCII text all three agree with plain column numbers.
 
 Pure: no I/O, no state.
@@ -35,7 +35,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def check_encoding(encoding: str) -> str:
-    """``encoding`` if it is one of :data:`ENCODINGS`.
+    """``encoding`` if it is one of ``ENCODINGS``.
 
     Raises:
         ValueError: for any other value.
@@ -75,7 +75,7 @@ def position_from_offset(text: str, offset: int, encoding: str = DEFAULT_ENCODIN
     Args:
         text: the whole document.
         offset: a code point index into ``text`` (``0 <= offset <= len(text)``),
-            as :meth:`str.index` returns; an offset inside a line break stands
+            as ``str.index`` returns; an offset inside a line break stands
             for the end of that line.
         encoding: the position encoding (``"utf-16"``, ``"utf-8"`` or ``"utf-32"``).
 

@@ -3,7 +3,7 @@
 A request may carry a ``workDoneToken`` (the server reports ``begin`` /
 ``report`` / ``end`` under it) and a ``partialResultToken`` (the server sends
 pieces of the result under it, and then answers with an empty result: the
-pieces *are* the result).  :class:`ProgressRouter` makes fresh tokens for a
+pieces *are* the result).  ``ProgressRouter`` makes fresh tokens for a
 request, routes each ``$/progress`` notification to that request's
 ``on_progress`` callback, and keeps the partial results, which the client
 joins with the final answer so that a helper returns the whole result either
@@ -49,7 +49,7 @@ class _Route:
 
 
 class Tokens:
-    """The tokens of one request, and what came under them (see :meth:`ProgressRouter.open`)."""
+    """The tokens of one request, and what came under them (see ``ProgressRouter.open``)."""
 
     __slots__ = ("_partial_route", "partial", "work_done")
 

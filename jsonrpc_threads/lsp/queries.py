@@ -1,16 +1,16 @@
 """Questions about code, as calls of LspClient: definition, references, hover, completion, symbols, rename.
 
-Theory of operation.  :class:`PositionQueries` is the part of
-:class:`~jsonrpc_threads.lsp.LspClient` that asks the server about the code:
+Theory of operation.  ``PositionQueries`` is the part of
+``LspClient`` that asks the server about the code:
 each query is one request, its result the wire JSON as the server sent it.
 A query given ``on_progress`` carries a work-done token (and, where the
 protocol allows, a partial-result token): reports go to the callback, and
-partial results are joined into the result (:mod:`.progress`).
+partial results are joined into the result (``progress``).
 
 Deadlines.  Each query makes its deadline as it enters (its ``timeout``,
 else the client's ``default_timeout``); the handshake, if it has not run
-(:mod:`.handshake`), and then the request spend what is left of it, and a
-:class:`~jsonrpc_threads.errors.RequestTimeout` names the whole timeout.
+(``handshake``), and then the request spend what is left of it, and a
+``RequestTimeout`` names the whole timeout.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -27,7 +27,7 @@ from .uris import PathOrUri, as_uri
 
 
 class PositionQueries:
-    """Definition, references, hover, completion, symbols, rename: calls of :class:`~jsonrpc_threads.lsp.LspClient`."""
+    """Definition, references, hover, completion, symbols, rename: calls of ``LspClient``."""
 
     _rpc: JsonRpcClient
     _handshake: Handshake
@@ -51,7 +51,7 @@ class PositionQueries:
         Returns:
             A ``Location``, a list of ``Location`` or ``LocationLink``, or ``None``.
 
-        Raises: as :meth:`call`; ``ValueError``/``TypeError`` for a bad position.
+        Raises: as ``call``; ``ValueError``/``TypeError`` for a bad position.
         """
         return self._at(uri, line, character, "textDocument/definition", {}, timeout, on_progress, partial=True)
 
@@ -71,7 +71,7 @@ class PositionQueries:
             A list of ``Location`` (partial results the server streamed
             included), or ``None``.
 
-        Raises: as :meth:`call`.
+        Raises: as ``call``.
         """
         context = {"context": {"includeDeclaration": include_declaration}}
         return self._at(uri, line, character, "textDocument/references", context, timeout, on_progress, partial=True)
@@ -90,7 +90,7 @@ class PositionQueries:
         Returns:
             A ``Hover`` (``contents``, maybe ``range``), or ``None``.
 
-        Raises: as :meth:`call`.
+        Raises: as ``call``.
         """
         return self._at(uri, line, character, "textDocument/hover", {}, timeout, on_progress, partial=False)
 
@@ -110,7 +110,7 @@ class PositionQueries:
             A ``CompletionList`` (``items``, ``isIncomplete``), a list of
             ``CompletionItem``, or ``None``.
 
-        Raises: as :meth:`call`.
+        Raises: as ``call``.
         """
         if trigger_character is None:
             context: Dict[str, Any] = {"triggerKind": 1}
@@ -132,7 +132,7 @@ class PositionQueries:
             A list of ``DocumentSymbol`` (a tree: ``children``) or of
             ``SymbolInformation``, or ``None``.
 
-        Raises: as :meth:`call`.
+        Raises: as ``call``.
         """
         params = {"textDocument": {"uri": as_uri(uri)}}
         return self._request("textDocument/documentSymbol", params, timeout, on_progress, partial=True)
@@ -149,7 +149,7 @@ class PositionQueries:
         Returns:
             A list of ``SymbolInformation`` or ``WorkspaceSymbol``, or ``None``.
 
-        Raises: as :meth:`call` (``RemoteMethodNotFound`` from a server without it).
+        Raises: as ``call`` (``RemoteMethodNotFound`` from a server without it).
         """
         return self._request("workspace/symbol", {"query": query}, timeout, on_progress, partial=True)
 
@@ -171,7 +171,7 @@ class PositionQueries:
         Returns:
             A ``WorkspaceEdit`` (``changes`` by URI, or ``documentChanges``), or ``None``.
 
-        Raises: as :meth:`call`.
+        Raises: as ``call``.
         """
         extra = {"newName": new_name}
         return self._at(uri, line, character, "textDocument/rename", extra, timeout, on_progress, partial=False)

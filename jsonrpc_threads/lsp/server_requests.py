@@ -3,9 +3,9 @@
 Theory of operation.  A server sends requests of its own while it works
 (pyright asks for its settings with ``workspace/configuration`` right after
 ``initialized``); an answer that never comes stalls the server, and an answer
-computed on the reader thread would stall the client.  :class:`ServerRequests`
+computed on the reader thread would stall the client.  ``ServerRequests``
 holds the answers and registers them with the
-:class:`~jsonrpc_threads.client.JsonRpcClient`, which runs request handlers on
+``JsonRpcClient``, which runs request handlers on
 its handler workers and notification handlers on its notification thread,
 never on the reader thread or under a lock: the caller's handlers
 (``on_apply_edit``, ``on_show_message_request``) may block or call back into
@@ -16,9 +16,9 @@ the client.
   a key spelled with the dots is found too), ``null`` where there is nothing;
 - ``workspace/workspaceFolders``: the root, when there is one;
 - ``window/workDoneProgress/create``: accepted (its reports are routed by
-  :mod:`.progress`);
+  ``progress``);
 - ``client/registerCapability`` / ``client/unregisterCapability``: accepted
-  and recorded (:attr:`ServerRequests.registrations`); the client declares no
+  and recorded (``ServerRequests.registrations``); the client declares no
   dynamic registration, so it acts on none;
 - ``workspace/applyEdit``: refused (``applied: false``) unless ``on_apply_edit``
   is given, which then decides;
@@ -27,7 +27,7 @@ the client.
 - ``window/showDocument``: refused (``success: false``);
 - notifications ``window/logMessage`` and ``window/showMessage``: to the
   ``jsonrpc_threads.lsp.server_log`` logger, at the level the message type
-  maps to (:data:`MESSAGE_LEVELS`), or to ``on_log(params)``.
+  maps to (``MESSAGE_LEVELS``), or to ``on_log(params)``.
 
 Thread-safe.
 """
@@ -130,7 +130,7 @@ class ServerRequests:
             return copy.deepcopy(self._registrations)
 
     def register(self, client: JsonRpcClient, progress_create: Callable[[Any], None]) -> None:
-        """Install the handlers on a :class:`~jsonrpc_threads.client.JsonRpcClient`."""
+        """Install the handlers on a ``JsonRpcClient``."""
         client.on_request("workspace/configuration", self.configuration)
         client.on_request("workspace/workspaceFolders", self.workspace_folders)
         client.on_request("window/workDoneProgress/create", progress_create)

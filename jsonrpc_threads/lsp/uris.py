@@ -2,13 +2,13 @@
 
 A language server names documents by URI (``file:///home/me/project/main.py``),
 and it need not spell a URI the way the client did: one percent-encodes a
-character the other leaves alone.  :func:`normalize_uri` gives every ``file:``
-URI one spelling (decoded, then encoded as :meth:`pathlib.PurePath.as_uri`
+character the other leaves alone.  ``normalize_uri`` gives every ``file:``
+URI one spelling (decoded, then encoded as ``pathlib.PurePath.as_uri``
 does), so the client finds the document a server's notification speaks of
 whichever way the server wrote it.  Other schemes (``untitled:``) are kept as
 they are.
 
-Pure: no I/O beyond :func:`os.path.abspath` (which reads the working directory).
+Pure: no I/O beyond ``os.path.abspath`` (which reads the working directory).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def uri_to_path(uri: str) -> Path:
 
 
 def as_uri(path_or_uri: PathOrUri) -> str:
-    """A URI for a path or a URI: a :class:`os.PathLike` or a string without a scheme is a path.
+    """A URI for a path or a URI: a ``os.PathLike`` or a string without a scheme is a path.
 
     Raises:
         ValueError: for an empty path.

@@ -1,4 +1,4 @@
-"""The Model Context Protocol on top of :class:`jsonrpc_threads.JsonRpcClient`."""
+"""The Model Context Protocol on top of ``jsonrpc_threads.JsonRpcClient``."""
 
 from .errors import ProtocolVersionError
 from .listing import Listing

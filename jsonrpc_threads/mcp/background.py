@@ -3,10 +3,10 @@
 Starting a server, closing one that stopped, pinging one for its health: each
 may block for seconds, so none of it runs on the thread that noticed it was
 needed (a reader thread that saw the end of a child, the timer thread, a
-caller holding a lock).  A :class:`Background` takes such work and runs it on
-one of its worker threads (:class:`~jsonrpc_threads._workers.WorkerPool`,
-started on demand).  Its timers (:meth:`Background.call_later`) live on the
-process-wide timer thread (:mod:`jsonrpc_threads._scheduler`), and when one
+caller holding a lock).  A ``Background`` takes such work and runs it on
+one of its worker threads (``WorkerPool``,
+started on demand).  Its timers (``Background.call_later``) live on the
+process-wide timer thread (``jsonrpc_threads._scheduler``), and when one
 is due it only hands its work to the pool: nothing else ever runs on the
 timer thread.
 
@@ -27,7 +27,7 @@ from .._workers import PoolClosed, WorkerPool
 
 logger = logging.getLogger(__name__)
 
-#: How long :meth:`Background.shutdown` waits by default for work already running.
+#: How long ``Background.shutdown`` waits by default for work already running.
 SHUTDOWN_GRACE_S = 5.0
 
 
@@ -46,7 +46,7 @@ class Background:
         """Run ``fn(*args)`` on a worker; what it raises is logged.
 
         Returns:
-            False (and nothing runs) once :meth:`shutdown` was called.
+            False (and nothing runs) once ``shutdown`` was called.
         """
         try:
             self._pool.submit(fn, *args)

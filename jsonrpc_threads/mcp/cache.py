@@ -3,7 +3,7 @@
 Theory of operation.  In the stateless era the results of ``server/discover``,
 the four list methods and ``resources/read`` carry ``ttlMs`` (how long the
 result may be taken as fresh, in milliseconds) and ``cacheScope``.
-:class:`ResultCache` keeps a result whose ``ttlMs`` is positive, keyed by the
+``ResultCache`` keeps a result whose ``ttlMs`` is positive, keyed by the
 method and the parameters that decide it (``_meta`` aside), and hands out a
 copy of it until ``ttlMs`` has passed since it was received.  Each page of a
 paginated list is its own entry (its cursor is part of the key).  A result of
@@ -13,8 +13,8 @@ notification makes the entries it concerns stale at once.  A result handed
 out from the cache carries the ``ttlMs`` left of it, not the one it came with
 (as an HTTP cache's ``Age`` does), so whoever reads it knows how fresh it is.
 
-A paginated list is as fresh as its stalest page: :func:`page_ttl_ms` reads
-one page's hint, and once every page is in, :meth:`ResultCache.hold_list`
+A paginated list is as fresh as its stalest page: ``page_ttl_ms`` reads
+one page's hint, and once every page is in, ``ResultCache.hold_list``
 makes the pages of that list expire together, when the first of them does
 (an absent ``ttlMs`` counts as 0, as the specification says: a list with one
 such page is fetched whole again the next time).

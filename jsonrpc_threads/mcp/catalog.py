@@ -1,13 +1,13 @@
 """What an MCP server offers besides tools (resources, prompts, completions, skills), as calls of McpClient.
 
-Theory of operation.  :class:`CatalogCalls` is the part of
-:class:`~jsonrpc_threads.mcp.McpClient` that asks a server about its
+Theory of operation.  ``CatalogCalls`` is the part of
+``McpClient`` that asks a server about its
 resources, prompts, argument completions and skills, and sends any other
-request (:meth:`CatalogCalls.request`).  Each call does what
+request (``CatalogCalls.request``).  Each call does what
 every call of the client does: it makes its deadline as it enters (its
 ``timeout``, else the client's ``default_timeout``), holds a lease on the
-session while it runs (:mod:`.leases`), and hands both to the connection
-(:mod:`.connection`), which settles the era first if needed.  A paginated
+session while it runs (``leases``), and hands both to the connection
+(``connection``), which settles the era first if needed.  A paginated
 list follows ``nextCursor`` through every page within that one deadline.
 
 Thread-safety: every method may be called from any thread.
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 
 class CatalogCalls:
-    """Resources, prompts, completions, skills, any request: these calls of :class:`~jsonrpc_threads.mcp.McpClient`.
+    """Resources, prompts, completions, skills, any request: these calls of ``McpClient``.
 
     Attributes:
         default_timeout: seconds a call may take unless it says otherwise.
@@ -69,7 +69,7 @@ class CatalogCalls:
         self._resources("resources/subscribe", self._filter.add, uri, timeout)
 
     def unsubscribe_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
-        """Stop the updates asked for by :meth:`subscribe_resource`."""
+        """Stop the updates asked for by ``subscribe_resource``."""
         self._resources("resources/unsubscribe", self._filter.remove, uri, timeout)
 
     def list_prompts(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Prompt]:
@@ -109,7 +109,7 @@ class CatalogCalls:
     def list_skills(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
         """The skill entries of a server with the skills extension (``skills/list``, every page); no file is read.
 
-        ``timeout`` bounds every page; ``None`` waits forever.  See :mod:`jsonrpc_threads.mcp.skills`.
+        ``timeout`` bounds every page; ``None`` waits forever.  See ``jsonrpc_threads.mcp.skills``.
         """
         return skills.list_skills(self, timeout=timeout)
 
@@ -165,8 +165,8 @@ class CatalogCalls:
         and a fresh cached result may answer it.  ``timeout`` bounds all of it.
 
         Raises:
-            JsonRpcError: as :meth:`JsonRpcClient.call`; the MCP codes as their
-                classes (:class:`~jsonrpc_threads.mcp.errors.UnsupportedProtocolVersion`, ...).
+            JsonRpcError: as ``JsonRpcClient.call``; the MCP codes as their
+                classes (``UnsupportedProtocolVersion``, ...).
         """
         return self._call(method, dict(params) if params is not None else None, timeout)
 

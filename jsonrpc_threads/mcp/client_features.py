@@ -3,13 +3,13 @@
 Theory of operation.  A server may send its client requests (``ping``,
 ``roots/list``, ``sampling/createMessage``, ``elicitation/create``) and
 notifications (log messages, list-changed, resource updates, cancellations).
-:class:`ClientFeatures` holds the caller's handlers for them, says which
+``ClientFeatures`` holds the caller's handlers for them, says which
 capabilities they amount to in ``initialize`` (a capability is declared only
 when its handler is given), and registers them with the session's
-:class:`~jsonrpc_threads.client.JsonRpcClient`, which runs them on its handler
+``JsonRpcClient``, which runs them on its handler
 workers, never on a reader thread or under a lock: a handler may block or call
 back into the client.  Progress notifications belong to the session's own
-requests and are routed there (:mod:`jsonrpc_threads.mcp.session`).
+requests and are routed there (``jsonrpc_threads.mcp.session``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Uni
 
 @dataclass(frozen=True)
 class ClientFeatures:
-    """The caller's handlers for what a server may send (see :class:`~jsonrpc_threads.mcp.McpClient`).
+    """The caller's handlers for what a server may send (see ``McpClient``).
 
     Immutable; its handlers run on the client's handler workers, possibly
     several at once.

@@ -12,16 +12,16 @@ member maps a server's name to how to reach it::
 
 (``servers`` is accepted in place of ``mcpServers``, as in VS Code's
 ``mcp.json``.)  What one entry may hold, and how ``${VAR}`` is expanded, is
-the business of :mod:`jsonrpc_threads.transports.config`, whose
-:func:`~jsonrpc_threads.transports.config.parse_entry` checks every entry here,
+the business of ``jsonrpc_threads.transports.config``, whose
+``parse_entry`` checks every entry here,
 exactly as it checks the entry given to ``transport_from_config`` or
 ``McpClient``.  This module adds what belongs to a file: ``disabled: true``
 leaves an entry out, a relative ``cwd`` is relative to the file's directory,
 and one bad entry never spoils the others.
 
-This module parses and checks; it starts nothing.  :func:`load_config` raises
-:class:`ConfigError` for a problem with the file as a whole; a problem with
-one entry is reported for that entry in :attr:`McpConfig.errors`, and the other
+This module parses and checks; it starts nothing.  ``load_config`` raises
+``ConfigError`` for a problem with the file as a whole; a problem with
+one entry is reported for that entry in ``McpConfig.errors``, and the other
 entries are usable.
 """
 
@@ -45,7 +45,7 @@ class McpConfig:
 
     Attributes:
         servers: the usable entries, in the file's order.
-        errors: for each unusable entry, the :class:`ConfigError` that says why.
+        errors: for each unusable entry, the ``ConfigError`` that says why.
         source: the file it was read from, if any.
         order: every name not disabled, usable or not, in the file's order.
     """

@@ -1,26 +1,26 @@
 """The connection under an McpClient: its JSON-RPC client, its hooks and counters, and one request within a deadline.
 
-Theory of operation.  An :class:`McpConnection` owns the
-:class:`~jsonrpc_threads.client.JsonRpcClient` that carries one MCP server,
+Theory of operation.  An ``McpConnection`` owns the
+``JsonRpcClient`` that carries one MCP server,
 and every step between a public call and the wire:
 
-- the era first (:class:`~.handshake.Handshake`: the ``server/discover``
+- the era first (``Handshake``: the ``server/discover``
   probe, ``initialize``, the legacy HTTP+SSE fallback, the renewal of an
   expired session, each a single flight);
-- then the request (:meth:`McpConnection.request`): the era's ``_meta`` and
-  rounds (:mod:`.stateless`), its progress (:mod:`.progress`), MCP's error
-  classes (:func:`.errors.error_from_mcp`), and, in the session era over
+- then the request (``McpConnection.request``): the era's ``_meta`` and
+  rounds (``stateless``), its progress (``progress``), MCP's error
+  classes (``errors.error_from_mcp``), and, in the session era over
   HTTP, the one retry after a renewal.
 
 Deadlines.  Each step takes the deadline made where the public call entered
-(a :class:`~jsonrpc_threads._deadlines.Deadline`) and spends what is left of
-it; none starts a timeout of its own.  A :class:`~jsonrpc_threads.errors.RequestTimeout`
+(a ``Deadline``) and spends what is left of
+it; none starts a timeout of its own.  A ``RequestTimeout``
 names the whole call's timeout, not what was left for its last step.
 
 Hooks.  Every JSON-RPC client the connection makes (the first, and the
-fallback's) goes through the hooks given to :meth:`McpConnection.add_hook`,
+fallback's) goes through the hooks given to ``McpConnection.add_hook``,
 so handlers, wire traces and close listeners belong to the connection, not to
-one transport object.  :meth:`McpConnection.stats` counts what the server was
+one transport object.  ``McpConnection.stats`` counts what the server was
 asked, without the probe that only told the era.
 
 Thread-safety: every method may be called from any thread; requests are
@@ -56,7 +56,7 @@ RpcHook = Callable[[JsonRpcClient], None]
 
 
 class Tracker(Protocol):
-    """Learns each request a call sends, to withdraw it when the call is cancelled (a :class:`~.tasks.TaskFuture`)."""
+    """Learns each request a call sends, to withdraw it when the call is cancelled (a ``TaskFuture``)."""
 
     def track(self, request: Future[Any], withdraw: Callable[[Future[Any], str], bool]) -> None: ...
 
@@ -72,7 +72,7 @@ class McpConnection:
         features: the client's handlers.
         client_info: ``{"name", "version"}``.
         default_timeout: the JSON-RPC client's default (for requests sent
-            through :attr:`rpc` directly).
+            through ``rpc`` directly).
         tasks: declare the tasks extension.
         cache: where results with caching hints are kept, or ``None``.
         listen: over HTTP in the session era, open the listen stream after the handshake.
@@ -81,8 +81,8 @@ class McpConnection:
         on_settled: called on the handshake's thread when the stateless era is settled.
 
     Attributes:
-        handshake: the era (:class:`~.handshake.Handshake`).
-        stateless: the stateless era's requests (:class:`~.stateless.StatelessRequests`).
+        handshake: the era (``Handshake``).
+        stateless: the stateless era's requests (``StatelessRequests``).
         progress: the progress routes of the requests in flight.
     """
 
@@ -153,11 +153,11 @@ class McpConnection:
         return session_of(self._rpc.transport) is not None
 
     def cancel(self, future: Future[Any], reason: str) -> bool:
-        """Withdraw a request sent on :attr:`rpc` (``JsonRpcClient.cancel``)."""
+        """Withdraw a request sent on ``rpc`` (``JsonRpcClient.cancel``)."""
         return self._rpc.cancel(future, reason)
 
     def stats(self) -> Dict[str, int]:
-        """``JsonRpcClient.stats()`` of :attr:`rpc`, the era's probe not counted (see the module docstring)."""
+        """``JsonRpcClient.stats()`` of ``rpc``, the era's probe not counted (see the module docstring)."""
         stats = self._rpc.stats()
         for key, delta in self.handshake.adjustments().items():
             stats[key] = max(0, stats.get(key, 0) + delta)
@@ -183,7 +183,7 @@ class McpConnection:
 
         Raises:
             RequestTimeout: ``deadline`` passed (its ``timeout`` is the whole call's).
-            JsonRpcError: as :meth:`JsonRpcClient.call`; MCP's codes as their classes.
+            JsonRpcError: as ``JsonRpcClient.call``; MCP's codes as their classes.
         """
         self.handshake.settle(deadline)
         if self.handshake.era == protocol.MODE_STATELESS:
@@ -223,7 +223,7 @@ class McpConnection:
     def _sender(
         self, progress: Optional[Progress] = None, tracker: Optional[Tracker] = None
     ) -> Callable[[str, Optional[Dict[str, Any]], Any, Optional[Mapping[str, str]]], Any]:
-        """How :class:`~.stateless.StatelessRequests` sends one request of this call."""
+        """How ``StatelessRequests`` sends one request of this call."""
 
         def send(method: str, params: Optional[Dict[str, Any]], deadline: Any, headers: Any) -> Any:
             return self._send(method, params, deadline, headers, progress, tracker)

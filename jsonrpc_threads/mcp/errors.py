@@ -1,24 +1,24 @@
 """The MCP layer's exceptions: MCP's own error codes, the protocol's violations, and the tool registry's.
 
 Theory of operation.  Every class here is a
-:class:`~jsonrpc_threads.errors.JsonRpcError`, so one ``except JsonRpcError``
+``JsonRpcError``, so one ``except JsonRpcError``
 still catches everything the library raises; the classes below the MCP layer
-(the JSON-RPC codes, :class:`~jsonrpc_threads.errors.RequestTimeout`,
-:class:`~jsonrpc_threads.errors.TransportClosed`, the HTTP errors,
-:class:`~jsonrpc_threads.errors.ConfigError`, which the transports' own
-configuration raises too) stay in :mod:`jsonrpc_threads.errors`, which knows
+(the JSON-RPC codes, ``RequestTimeout``,
+``TransportClosed``, the HTTP errors,
+``ConfigError``, which the transports' own
+configuration raises too) stay in ``jsonrpc_threads.errors``, which knows
 nothing of MCP.  For the names' old home, ``jsonrpc_threads.errors`` hands
 out every class of this module on first use (``from jsonrpc_threads.errors
 import ServerUnavailable`` works as it always did); the layers below ``mcp/``
 never ask for them.
 
 MCP's codes.  MCP revision 2026-07-28 reserves -32020..-32099 for the codes
-it defines (:data:`MCP_ERRORS`).  :func:`~jsonrpc_threads.errors.error_from_response`
+it defines (``MCP_ERRORS``).  ``error_from_response``
 serves every JSON-RPC peer and leaves them plain
-:class:`~jsonrpc_threads.errors.RemoteError`; the MCP layer turns them into
-their classes with :func:`error_from_mcp`, so only an MCP server's -32022
-becomes an :class:`UnsupportedProtocolVersion`.  The table of every class,
-these included, is in :mod:`jsonrpc_threads.errors`.
+``RemoteError``; the MCP layer turns them into
+their classes with ``error_from_mcp``, so only an MCP server's -32022
+becomes an ``UnsupportedProtocolVersion``.  The table of every class,
+these included, is in ``jsonrpc_threads.errors``.
 
 Pure: no I/O, no threads.
 """
@@ -195,7 +195,7 @@ class SkillVerificationError(JsonRpcError):
         return self.message
 
 
-#: The codes MCP defines in the range it reserves -> their class (see :func:`error_from_mcp`).
+#: The codes MCP defines in the range it reserves -> their class (see ``error_from_mcp``).
 MCP_ERRORS: Dict[int, Callable[[str, Any], RemoteError]] = {
     HEADER_MISMATCH: HeaderMismatch,
     MISSING_REQUIRED_CLIENT_CAPABILITY: MissingClientCapability,
@@ -204,7 +204,7 @@ MCP_ERRORS: Dict[int, Callable[[str, Any], RemoteError]] = {
 
 
 def error_from_mcp(error: JsonRpcError) -> JsonRpcError:
-    """An MCP server's error with its MCP class: a :class:`RemoteError` with an MCP code becomes that class.
+    """An MCP server's error with its MCP class: a ``RemoteError`` with an MCP code becomes that class.
 
     Anything else is returned as it is (the same object).
     """

@@ -5,14 +5,14 @@ thread of its own (``jsonrpc-mcp-handshake[<label>]``), never on the
 caller's: that caller's deadline may pass while others still want the step,
 and the step must not die with it.  Every caller, the first included, then
 waits on the flight's future until its own deadline; one whose deadline
-passes first gets :class:`~jsonrpc_threads.errors.RequestTimeout` naming the
+passes first gets ``RequestTimeout`` naming the
 wait the step was in (``initialize``, ``server/discover``), and the step goes
 on for the others.
 
-The step's budget (:class:`Budget`) is the latest deadline of any caller that
+The step's budget (``Budget``) is the latest deadline of any caller that
 joined the flight (none when one of them has none): a caller that joins later
 with a later deadline extends it.  Each wait inside the step spends what is
-left of the budget (:meth:`Budget.wait_for`) and starts no timeout of its
+left of the budget (``Budget.wait_for``) and starts no timeout of its
 own; when the budget runs out the step gives up (decided under the budget's
 lock, so no caller extends a step that is giving up) and fails, and the next
 caller starts a new flight.  So the deadline of the call that caused the step bounds it, as
@@ -37,7 +37,7 @@ from ..errors import RequestTimeout
 
 T = TypeVar("T")
 
-#: How long :meth:`SharedStep.close` waits for a step still running (its waits end when the transport closes).
+#: How long ``SharedStep.close`` waits for a step still running (its waits end when the transport closes).
 STEP_JOIN_S = 2.0
 
 
@@ -99,7 +99,7 @@ class Budget:
             method: its method, for the error.
             give_up: withdraws the request when the wait ends first (False: it was answered meanwhile).
             cap: the most seconds this one wait may take, or ``None``.
-            hint: added to the :class:`RequestTimeout`.
+            hint: added to the ``RequestTimeout``.
 
         Raises:
             RequestTimeout: the budget (or the cap) ran out first; its ``timeout``
@@ -175,7 +175,7 @@ class SharedStep(Generic[T]):
         return future.result()
 
     def close(self) -> None:
-        """Wait (bounded, :data:`STEP_JOIN_S`) for a step still running; call after closing its transport."""
+        """Wait (bounded, ``STEP_JOIN_S``) for a step still running; call after closing its transport."""
         with self._lock:
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():

@@ -1,22 +1,22 @@
 """The era of an MCP connection: its negotiation on first use, and a session's renewal, as shared steps.
 
-Theory of operation.  :class:`Handshake` settles the era once, on the first
-use of the connection (:meth:`Handshake.settle`): in ``mode="auto"`` a
+Theory of operation.  ``Handshake`` settles the era once, on the first
+use of the connection (``Handshake.settle``): in ``mode="auto"`` a
 ``server/discover`` probe, and the stateless era (2026-07-28) when the server
 answers it; otherwise ``initialize``.  Over Streamable HTTP an ``initialize``
 refused with 400, 404 or 405 (no JSON-RPC error in the body) is tried once
 more over the legacy HTTP+SSE transport, a new JSON-RPC client the connection
 makes through its hooks.  In the session era over HTTP, a 404 on a known
-session (:class:`~jsonrpc_threads.errors.SessionExpired`) starts a new session
-(:meth:`Handshake.renew`), once however many requests saw it.
+session (``SessionExpired``) starts a new session
+(``Handshake.renew``), once however many requests saw it.
 
-Deadlines.  Negotiation and renewal are shared steps (:mod:`.flight`): one
+Deadlines.  Negotiation and renewal are shared steps (``flight``): one
 flight on a thread of its own, each caller waiting with its own deadline,
 the flight's budget the latest of theirs; every request of the step spends
 what is left of that budget and starts no timeout of its own.  In
 ``mode="auto"`` the probe and ``initialize`` share the budget: over stdio the
-probe gets at most :data:`PROBE_SHARE` of what is left (and
-:data:`DISCOVER_PROBE_TIMEOUT_S`), since some servers of the session era never
+probe gets at most ``PROBE_SHARE`` of what is left (and
+``DISCOVER_PROBE_TIMEOUT_S``), since some servers of the session era never
 answer a request that comes before ``initialize``; ``initialize`` gets the
 rest.  A server that answers nothing fails once, at the deadline, naming the
 step that was waiting.  ``initialize`` is never cancelled on the wire (MCP
@@ -24,7 +24,7 @@ forbids it): given up, its late answer is dropped.
 
 The probe is no failure.  Its error answer (``MethodNotFound`` from every
 server of the session era) and its withdrawal are not counted by the
-connection's ``stats()`` (:meth:`Handshake.adjustments`), nor is anything the
+connection's ``stats()`` (``Handshake.adjustments``), nor is anything the
 first transport counted before a fallback; a handshake request given up at
 the deadline counts as the timeout it is.
 
@@ -158,7 +158,7 @@ class Handshake:
         """Start a new session after ``generation`` expired (one flight), within ``deadline``.
 
         Raises:
-            As :meth:`settle`.
+            As ``settle``.
         """
         if self.generation == generation:
             self._step.join(deadline, functools.partial(self._renewal, generation), "the session's renewal")

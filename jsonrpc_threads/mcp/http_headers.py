@@ -8,19 +8,19 @@ method), ``Mcp-Name`` (``params.name`` of ``tools/call`` and ``prompts/get``,
 extension's methods) and, for ``tools/call``, one ``Mcp-Param-{Name}`` per
 argument that the tool's ``inputSchema`` marks with ``x-mcp-header``.
 
-The MCP layer computes them here (:func:`message_headers`) and hands them to
+The MCP layer computes them here (``message_headers``) and hands them to
 the transport with the message (``send(..., headers=...)``): the transport
 never reads a method name.  A value that HTTP cannot carry as it is (non-ASCII,
 control characters, surrounding spaces, or text that looks like the encoding
-itself) is sent as ``=?base64?...?=`` (:func:`encode_value`).
+itself) is sent as ``=?base64?...?=`` (``encode_value``).
 
 A tool whose ``x-mcp-header`` annotations break the rules (empty, not an HTTP
 token, repeated regardless of case, on a non-primitive property, or anywhere
 but a chain of ``properties`` from the schema's root) is invalid:
-:func:`header_plan` says why, and the session leaves such a tool out of
+``header_plan`` says why, and the session leaves such a tool out of
 ``tools/list`` over HTTP (a warning is logged), as the specification requires.
 
-Thread-safety: pure functions; :class:`HeaderPlan` is immutable.
+Thread-safety: pure functions; ``HeaderPlan`` is immutable.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def message_headers(
     """The request-metadata headers of one POST of the 2026-07-28 transport.
 
     Raises:
-        InvalidParams: an ``x-mcp-header`` argument that cannot be carried (see :func:`param_text`).
+        InvalidParams: an ``x-mcp-header`` argument that cannot be carried (see ``param_text``).
     """
     headers = {PROTOCOL_VERSION_HEADER: version, METHOD_HEADER: method}
     source = NAME_SOURCES.get(method)

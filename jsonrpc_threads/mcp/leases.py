@@ -1,16 +1,16 @@
 """Whether a session is in use: leases taken by the calls that run on it, not the time since the last one.
 
 Theory of operation.  Every public call of an
-:class:`~jsonrpc_threads.mcp.McpClient` holds a lease while it runs (a call
+``McpClient`` holds a lease while it runs (a call
 submitted with ``submit_tool`` until its future is done), and so does a
 registry call from the moment it gets the session.  A session is idle only
-while no lease is held; :meth:`Leases.idle_for` says for how long, counted
+while no lease is held; ``Leases.idle_for`` says for how long, counted
 from the moment the last lease was released.  The registry's ``idle_timeout``
-closes a session only when that reaches it (:meth:`Leases.retire_if_idle`,
-which decides under the same lock as :meth:`Leases.take`): a call that runs
+closes a session only when that reaches it (``Leases.retire_if_idle``,
+which decides under the same lock as ``Leases.take``): a call that runs
 longer than ``idle_timeout``, through the registry or through the session it
 handed out, is never cut off, and one that comes after the decision fails at
-once with :class:`~jsonrpc_threads.errors.TransportClosed`, nothing sent.
+once with ``TransportClosed``, nothing sent.
 
 Thread-safety: every method may be called from any thread (one lock, held
 for a few assignments).
@@ -44,7 +44,7 @@ class Leases:
         """A call starts using the session.
 
         Raises:
-            TransportClosed: the session was closed for being idle (:meth:`retire_if_idle`).
+            TransportClosed: the session was closed for being idle (``retire_if_idle``).
         """
         with self._lock:
             if self._retired:
@@ -71,7 +71,7 @@ class Leases:
         return self._held
 
     def retire_if_idle(self, at_least: float) -> bool:
-        """True when no lease was held for ``at_least`` seconds; from then on :meth:`take` refuses."""
+        """True when no lease was held for ``at_least`` seconds; from then on ``take`` refuses."""
         with self._lock:
             if self._held or self._clock() - self._since < at_least:
                 return False

@@ -1,6 +1,6 @@
 """Paginated lists (tools, prompts, resources, templates, skills): every page within one deadline, each checked.
 
-Theory of operation.  :func:`fetch_list` asks for a list's first page, then
+Theory of operation.  ``fetch_list`` asks for a list's first page, then
 follows ``nextCursor`` until a page has none, every request spending what is
 left of the one deadline of the public call that wants the list.  Each page
 is checked before anything of it is used: it must be an object, its items a
@@ -8,15 +8,15 @@ list of objects that each have their identifying field as a string (a
 tool's or a prompt's ``name``, a resource's ``uri``, a template's
 ``uriTemplate``, a skill's ``uri``), and its ``nextCursor`` absent, ``null``
 or a string.  A page that is not raises
-:class:`~jsonrpc_threads.errors.ProtocolError` naming the server, the page
+``ProtocolError`` naming the server, the page
 and the field (``data``: ``{"server", "method", "page", "field"}``), never a
 bare ``TypeError`` from deep inside.  A server that repeats a cursor is taken
 at its word once: the list ends there (logged), as it does after
-:data:`MAX_PAGES` pages.
+``MAX_PAGES`` pages.
 
-The result is a :class:`Listing`: the items of every page, and how long the
+The result is a ``Listing``: the items of every page, and how long the
 server says the whole list stays fresh, the smallest ``ttlMs`` of its pages
-(:func:`~jsonrpc_threads.mcp.cache.page_ttl_ms`; in the stateless era a page
+(``page_ttl_ms``; in the stateless era a page
 without one is stale at once).
 
 Pure but for the requests it is given: no thread, no lock.
@@ -61,7 +61,7 @@ class Listing:
         ttl_ms: the smallest ``ttlMs`` of the pages (``0.0``: stale at once);
             ``None`` when no page gave one in the session era (no hint: fresh
             until the server says the list changed).
-        expires_at: the :func:`time.monotonic` moment the list goes stale, or
+        expires_at: the ``time.monotonic`` moment the list goes stale, or
             ``None`` for no hint.
     """
 
@@ -88,7 +88,7 @@ def fetch_list(
 
     Args:
         request: sends one request of the call (the era settled first).
-        method: one of :data:`LISTS`.
+        method: one of ``LISTS``.
         deadline: the public call's.
         server: names the server in errors (its transport's label).
         stateless: tells, once the first page is in, whether the era is the

@@ -1,21 +1,21 @@
 """What a model sees and sends: tool lists, tool calls and tool messages in the LLM APIs' formats.
 
 Pure functions, no I/O and no state.  The registry turns servers' tools into
-:class:`RegistryTool` (the plain format), and this module turns those into
+``RegistryTool`` (the plain format), and this module turns those into
 the formats of the APIs and back:
 
-- tool lists: :func:`openai_tool` (chat completions function calling) and
-  :func:`anthropic_tool` (the Messages API); a tool that MCP Apps marks for
-  the app alone (:func:`model_visible`) is never among them;
-- tool calls, in any of three formats (:func:`parse_tool_call`): OpenAI chat
+- tool lists: ``openai_tool`` (chat completions function calling) and
+  ``anthropic_tool`` (the Messages API); a tool that MCP Apps marks for
+  the app alone (``model_visible``) is never among them;
+- tool calls, in any of three formats (``parse_tool_call``): OpenAI chat
   ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``,
   Anthropic ``{"type": "tool_use", "id", "name", "input": {...}}`` and OpenAI
   Responses ``{"type": "function_call", "call_id", "name", "arguments"}``; a
-  call that cannot be made says why in :attr:`ToolCall.problem`;
+  call that cannot be made says why in ``ToolCall.problem``;
 - tool messages, in the format of the call they answer
-  (:func:`tool_message`): a ``tools/call`` result's content as text
-  (:func:`result_text`) or as Anthropic blocks, and every failure as a
-  message whose text starts with ``Error:`` (:func:`explain_failure`).
+  (``tool_message``): a ``tools/call`` result's content as text
+  (``result_text``) or as Anthropic blocks, and every failure as a
+  message whose text starts with ``Error:`` (``explain_failure``).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def _parse_arguments(value: Any, name: str) -> Tuple[Optional[Dict[str, Any]], O
 def parse_tool_call(tool_call: Any) -> ToolCall:
     """Read a tool call in any of the three formats (a dict, or an SDK object with ``model_dump()``).
 
-    Never raises: what cannot be read is described in :attr:`ToolCall.problem`.
+    Never raises: what cannot be read is described in ``ToolCall.problem``.
     """
     dump = getattr(tool_call, "model_dump", None)
     if callable(dump) and not isinstance(tool_call, Mapping):  # an SDK object (pydantic)
@@ -255,7 +255,7 @@ def tool_message(
 
     Args:
         call: the call answered.
-        text: the answer as text (for a result: :func:`result_text`).
+        text: the answer as text (for a result: ``result_text``).
         is_error: the answer reports a failure (``Error:`` is prefixed to a
             result's text; Anthropic: ``is_error``).
         result: the ``tools/call`` result, when there is one (Anthropic: its

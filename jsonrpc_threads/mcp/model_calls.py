@@ -1,18 +1,18 @@
 """The registry's face for a model: the tools it sees, and its tool calls turned into its next tool messages.
 
-Theory of operation.  :class:`ModelToolCalls` is the part of
-:class:`~jsonrpc_threads.mcp.ToolRegistry` that lists every server's tools in
+Theory of operation.  ``ModelToolCalls`` is the part of
+``ToolRegistry`` that lists every server's tools in
 the formats of the LLM APIs (starting the servers not started yet), and
 takes a model's tool call
 (the OpenAI chat, OpenAI Responses and Anthropic formats,
-:mod:`.llm_formats`), finds the server and tool behind its name (the routing
-table, :mod:`.tool_index`, starting the servers the name may belong to when
+``llm_formats``), finds the server and tool behind its name (the routing
+table, ``tool_index``, starting the servers the name may belong to when
 it is not known yet), calls it, and returns the tool message.  Every failure
 becomes a message that says what went wrong: an agent loop never gets an
 exception from a bad call.
 
-Deadlines.  A call's deadline is made as it enters (:meth:`ModelToolCalls.execute`;
-for :meth:`ModelToolCalls.execute_all`, once for all its calls) from its
+Deadlines.  A call's deadline is made as it enters (``ModelToolCalls.execute``;
+for ``ModelToolCalls.execute_all``, once for all its calls) from its
 ``timeout``, else the ``timeout`` of the server behind the name (of the
 longest of the servers it may belong to, before the name is known), else the
 registry's ``default_timeout``; the lookup, a wait for the server's start and
@@ -51,10 +51,10 @@ logger = logging.getLogger(__name__)
 
 
 class ModelToolCalls:
-    """The tools a model sees, and its calls routed and run: these calls of :class:`~jsonrpc_threads.mcp.ToolRegistry`.
+    """The tools a model sees, and its calls routed and run: these calls of ``ToolRegistry``.
 
     Attributes:
-        max_concurrency: the most calls :meth:`execute_all` runs at once.
+        max_concurrency: the most calls ``execute_all`` runs at once.
     """
 
     max_concurrency: int
@@ -72,7 +72,7 @@ class ModelToolCalls:
         Starts the servers not started yet (concurrently) and fetches again
         the lists that are stale (the server said they changed, or the
         ``ttlMs`` it gave them passed), within ``startup_timeout`` in all.  A server
-        that cannot start contributes no tools (see :attr:`errors`); one that
+        that cannot start contributes no tools (see ``errors``); one that
         restarts or idles keeps offering the tools it had.
         """
         self._check_fork()
@@ -126,7 +126,7 @@ class ModelToolCalls:
 
         Args:
             tool_call: the call.
-            timeout: as for :meth:`call_tool`; it bounds the lookup of the
+            timeout: as for ``call_tool``; it bounds the lookup of the
                 tool's name too (which may start its server).
 
         Raises:
@@ -141,7 +141,7 @@ class ModelToolCalls:
         Up to ``max_concurrency`` calls run at once, on threads that end when
         this returns.  Calls to the same server are pipelined on its session.
         Every call's deadline counts from this call (a call that waited for a
-        free thread has less left).  Never raises for a bad call (see :meth:`execute`).
+        free thread has less left).  Never raises for a bad call (see ``execute``).
         """
         self._check_fork()
         entered = time.monotonic()

@@ -7,10 +7,10 @@ client's roots), it answers with ``resultType: "input_required"``: a map of
 ``inputRequests`` (each an ``elicitation/create``, ``sampling/createMessage``
 or ``roots/list`` request) and an opaque ``requestState``.  The client
 answers each from the same handlers that answer those requests in the
-session era (:class:`~.client_features.ClientFeatures`), then sends the
+session era (``ClientFeatures``), then sends the
 original request again, as a new request with a new id, with
 ``inputResponses`` and the ``requestState`` exactly as it came (none when none
-came).  The server may ask again; :data:`MAX_INPUT_ROUNDS` bounds the rounds.
+came).  The server may ask again; ``MAX_INPUT_ROUNDS`` bounds the rounds.
 
 The handlers run on the thread that made the request (never on a reader or
 timer thread, and under no lock); what they raise fails the request.  The

@@ -1,6 +1,6 @@
 """The names a model sees for the tools of many servers: ``mcp__<server>__<tool>``.
 
-Pure functions, no state: the registry calls :func:`assign_names` each time a
+Pure functions, no state: the registry calls ``assign_names`` each time a
 tool list changes.
 
 The name is used exactly as the server and the configuration spell it when it

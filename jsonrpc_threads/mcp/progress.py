@@ -1,12 +1,12 @@
 """Progress of an MCP client's own requests: their tokens, the routing of reports, and a deadline that moves with them.
 
 Theory of operation.  A request whose caller gave ``on_progress`` carries a
-fresh ``_meta.progressToken`` (:meth:`ProgressRoutes.open`); the server's
+fresh ``_meta.progressToken`` (``ProgressRoutes.open``); the server's
 ``notifications/progress`` for that token reach the callback, on the
 client's notification thread, in order, and (the JSON-RPC client sees to it)
 before the request's response is handed over.  With
 ``reset_timeout_on_progress`` the call's deadline slides
-(:meth:`ProgressRoutes.wait_sliding`): each report moves it ``timeout``
+(``ProgressRoutes.wait_sliding``): each report moves it ``timeout``
 seconds on, never past a hard limit, both measured from the moment the call
 entered the library.
 
@@ -98,7 +98,7 @@ class ProgressRoutes:
 
         The future's own deadline is the hard limit.  ``concurrent.futures.wait``,
         not ``future.result(timeout)``: since Python 3.11 the future's own
-        :class:`RequestTimeout` (the hard limit) is a ``TimeoutError`` too, and
+        ``RequestTimeout`` (the hard limit) is a ``TimeoutError`` too, and
         must not be mistaken for "no progress yet".
 
         Raises:

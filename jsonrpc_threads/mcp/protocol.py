@@ -5,14 +5,14 @@ Theory of operation.  MCP has two eras.  The *session* era (revisions
 for the whole session, and lets the server send the client requests.  The
 *stateless* era (2026-07-28) has no handshake: every request carries its
 protocol version and the client's capabilities in ``_meta``
-(:func:`request_meta`), ``server/discover`` tells what the server supports,
-every result says what it is in ``resultType`` (:func:`result_type`), and the
+(``request_meta``), ``server/discover`` tells what the server supports,
+every result says what it is in ``resultType`` (``result_type``), and the
 server asks the client for input by answering ``input_required`` instead of
-sending a request (:mod:`.mrtr`).
+sending a request (``mrtr``).
 
 This module does no I/O and holds no state: it turns what was sent and
 received into decisions (which era a probe's answer means, which version to
-retry with), for :mod:`.session` to act on.
+retry with), for ``session`` to act on.
 
 Thread-safety: pure functions and constants.
 """

@@ -1,23 +1,23 @@
 """ToolRegistry: the tools of many MCP servers for a model, and the model's tool calls routed to them.
 
 Theory of operation.  A registry holds the servers of an ``mcpServers``
-configuration (:mod:`jsonrpc_threads.mcp.config`), one
-:class:`~jsonrpc_threads.mcp.supervisor.ServerSupervisor` each, which starts
-its server's :class:`McpClient` session on first use (or all at once with
+configuration (``jsonrpc_threads.mcp.config``), one
+``ServerSupervisor`` each, which starts
+its server's ``McpClient`` session on first use (or all at once with
 ``eager=True``), once however many threads need it, restarts it with a
 backoff when it stops (at most ``max_restarts`` in ``restart_window``, then
 failed until ``retry_failed_after``), closes it after ``idle_timeout`` with no
 call on it, pings it every ``health_interval``, and keeps its tool list fresh
 (``notifications/tools/list_changed`` marks it stale).  A server that fails
 to start is left out (its tools are missing) and the reason is kept in
-:attr:`ToolRegistry.errors` and logged; the other servers work as usual.
-:meth:`ToolRegistry.status` reports each server's state for a health
-endpoint, :meth:`ToolRegistry.stats` its counters.
+``ToolRegistry.errors`` and logged; the other servers work as usual.
+``ToolRegistry.status`` reports each server's state for a health
+endpoint, ``ToolRegistry.stats`` its counters.
 
-The registry names every server's tools for the model (:mod:`.naming`:
-``mcp__<server>__<tool>``) in its routing table (:mod:`.tool_index`), and
-runs a model's tool calls (:mod:`.model_calls`: every failure a tool
-message, never an exception); the formats are :mod:`.llm_formats`.  Calls to
+The registry names every server's tools for the model (``naming``:
+``mcp__<server>__<tool>``) in its routing table (``tool_index``), and
+runs a model's tool calls (``model_calls``: every failure a tool
+message, never an exception); the formats are ``llm_formats``.  Calls to
 one server are pipelined on its one session, never queued behind a lock.
 
 Deadlines.  Every public call makes its deadline as it enters (its
@@ -27,7 +27,7 @@ every step it triggers spends what is left: the lookup of a tool's name
 restart, the call itself.  A start is shared by every caller (one flight on a
 background worker, bounded by ``startup_timeout``); each waits for it no
 longer than its own deadline, or fails with
-:class:`~jsonrpc_threads.mcp.errors.ServerUnavailable`, and the start goes on
+``ServerUnavailable``, and the start goes on
 for the others.
 
 Fork.  In a process forked after the registry was made (gunicorn
@@ -85,9 +85,9 @@ DEFAULT_CALL_TIMEOUT_S = 60.0
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 #: Default seconds before a server that failed to start is tried again.
 DEFAULT_RETRY_FAILED_AFTER_S = 30.0
-#: Default number of calls :meth:`ToolRegistry.execute_all` runs at once (and of background workers).
+#: Default number of calls ``ToolRegistry.execute_all`` runs at once (and of background workers).
 DEFAULT_MAX_CONCURRENCY = 16
-#: How long :meth:`ToolRegistry.close` lets background work (reaping, starts) finish.
+#: How long ``ToolRegistry.close`` lets background work (reaping, starts) finish.
 BACKGROUND_SHUTDOWN_GRACE_S = 5.0
 
 # Serializes the resets of registries in a forked process (made anew in each child).
@@ -106,10 +106,10 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
     """The tools of many MCP servers, for a model; calls routed to the right server.
 
     Thread-safe: every method may be called from any number of threads at once.
-    A context manager; :meth:`close` ends every session it started.
+    A context manager; ``close`` ends every session it started.
 
-    Build it with :meth:`from_config`; the arguments here are the same, with a
-    parsed :class:`~jsonrpc_threads.mcp.config.McpConfig` instead of a file.
+    Build it with ``from_config``; the arguments here are the same, with a
+    parsed ``McpConfig`` instead of a file.
 
     Args:
         config: the parsed configuration.
@@ -121,17 +121,17 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
             for a start no longer than its own deadline.
         retry_failed_after: seconds before a server that failed to start is
             tried again on its next use (``None``: never).
-        max_concurrency: the most calls :meth:`execute_all` runs at once.
+        max_concurrency: the most calls ``execute_all`` runs at once.
         client_info: ``{"name", "version"}`` sent in ``initialize``.
         inherit_env: stdio servers get the whole environment of this process
             (plus their ``env``), not only the allowlist of ``StdioTransport``.
         transport_factory: builds the transport of a server (to add an ``auth``
             to an ``HttpTransport``, say); by default
-            :func:`~jsonrpc_threads.transports.config.build_transport`
+            ``build_transport``
             (``StdioTransport`` for a ``command``, ``HttpTransport`` for a ``url``).
         on_tools_changed: ``callback(server)`` when a server says its tools
             changed (on a worker thread; the list is fetched again on the next
-            :meth:`tools`).
+            ``tools``).
         max_restarts: the most restarts of a server within ``restart_window``
             seconds; the next stop leaves it failed until ``retry_failed_after``.
         restart_window: seconds over which a server's stops are counted.
@@ -139,7 +139,7 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
             window doubles it, up to ``max_restart_backoff``.
         max_restart_backoff: the longest wait before a restart.
         idle_timeout: seconds a server's session may go without a call running
-            on it (through the registry or through :meth:`session`) before it
+            on it (through the registry or through ``session``) before it
             is closed (it starts again on its next use); ``None``: never.
         health_interval: seconds between health pings of each running server
             (one that does not answer within ``health_timeout`` is restarted);
@@ -150,7 +150,7 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
             or a ``TracerProvider``.  Needs ``opentelemetry-api`` (the ``otel``
             extra); nothing of it is imported otherwise.
         wire_trace: ``callback(server, message)`` for every message of every
-            session, redacted (see :func:`jsonrpc_threads.observe.trace_wire`).
+            session, redacted (see ``jsonrpc_threads.observe.trace_wire``).
 
     Raises:
         ValueError: ``max_concurrency`` is below 1, or a bad restart, idle or
@@ -259,7 +259,7 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
         Raises:
             ConfigError: the file cannot be read or has no ``mcpServers``
                 object.  A bad *entry* raises nothing: that server is
-                unavailable, and :attr:`errors` says why.
+                unavailable, and ``errors`` says why.
             ValueError, ImportError: as the class.
         """
         return cls(
@@ -321,7 +321,7 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
         Bounded by ``startup_timeout`` in all.
 
         Returns:
-            :attr:`errors` afterwards.
+            ``errors`` afterwards.
 
         Raises:
             UnknownServer: a name is not in the configuration.
@@ -348,7 +348,7 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
             UnknownServer: the name is not in the configuration.
             ConfigError: the server's entry is unusable.
             ServerUnavailable: the server failed to start, or is failed (see
-                :meth:`status`), or was not up within ``timeout``.
+                ``status``), or was not up within ``timeout``.
         """
         self._check_fork()
         return self._server(server).session(Deadline.after(timeout, self._settings.startup_timeout))
@@ -373,7 +373,7 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
             tool: the tool's name as the server spells it.
             arguments: the tool's arguments, a dict; a model's arguments arrive
                 as a JSON string: ``json.loads`` it first, or hand the model's
-                whole tool call to :meth:`execute`, which does.
+                whole tool call to ``execute``, which does.
             timeout: seconds for the whole call (a wait for the server to start
                 or restart, and a fetch of its tools, included); by default the
                 server's ``timeout``, else the registry's ``default_timeout``;
@@ -388,7 +388,7 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
             UnknownServer, UnknownTool, ConfigError, ServerUnavailable: before
                 anything is sent.
             RequestTimeout, TransportClosed, JsonRpcError: as
-                :meth:`McpClient.call_tool`.
+                ``McpClient.call_tool``.
         """
         self._check_fork()
         checked = arguments_object(arguments)

@@ -1,9 +1,9 @@
 """What a tool registry reports of its servers: their names, states, failures and counters (it starts nothing).
 
-Theory of operation.  :class:`ServerReports` is the part of
-:class:`~jsonrpc_threads.mcp.ToolRegistry` that reads its supervisors for a
+Theory of operation.  ``ServerReports`` is the part of
+``ToolRegistry`` that reads its supervisors for a
 health endpoint, a log line or the command line: each call asks every
-:class:`~jsonrpc_threads.mcp.supervisor.ServerSupervisor` for what it knows
+``ServerSupervisor`` for what it knows
 (under that supervisor's own lock, briefly), never blocks on a server and
 never starts one.
 
@@ -21,7 +21,7 @@ from .supervisor import ServerSupervisor
 
 
 class ServerReports:
-    """Names, states, failures and counters of servers: these calls of :class:`~jsonrpc_threads.mcp.ToolRegistry`."""
+    """Names, states, failures and counters of servers: these calls of ``ToolRegistry``."""
 
     _servers: Dict[str, ServerSupervisor]
 
@@ -40,8 +40,8 @@ class ServerReports:
 
     @property
     def failures(self) -> Dict[str, JsonRpcError]:
-        """``{server: exception}`` for bad entries (:class:`ConfigError`) and failed starts
-        (:class:`ServerUnavailable`), in configuration order."""
+        """``{server: exception}`` for bad entries (``ConfigError``) and failed starts
+        (``ServerUnavailable``), in configuration order."""
         failures: Dict[str, JsonRpcError] = {}
         for name, server in self._servers.items():
             error = server.failure()

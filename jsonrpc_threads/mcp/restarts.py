@@ -1,8 +1,8 @@
 """When a server that stopped may start again: exponential backoff, and a bound on restarts in a window.
 
 Pure: no clock of its own (every method takes ``now``, on the
-:func:`time.monotonic` clock), no threads, no I/O.  A
-:class:`RestartPolicy` is the registry's settings; a :class:`StopHistory`
+``time.monotonic`` clock), no threads, no I/O.  A
+``RestartPolicy`` is the registry's settings; a ``StopHistory``
 is one server's record of its recent stops (it is guarded by the lock of the
 supervisor that owns it).
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import collections
 from typing import Deque, Optional
 
-#: Default most restarts within :data:`DEFAULT_RESTART_WINDOW_S` (the next stop leaves the server failed).
+#: Default most restarts within ``DEFAULT_RESTART_WINDOW_S`` (the next stop leaves the server failed).
 DEFAULT_MAX_RESTARTS = 5
 #: Default seconds over which stops are counted.
 DEFAULT_RESTART_WINDOW_S = 180.0

@@ -1,7 +1,7 @@
 """One supervised server's state machine: idle, starting, running, restarting, failed; every transition, no I/O.
 
-Theory of operation.  A :class:`ServerState` holds what a
-:class:`~jsonrpc_threads.mcp.supervisor.ServerSupervisor` knows of its
+Theory of operation.  A ``ServerState`` holds what a
+``ServerSupervisor`` knows of its
 server, and decides each transition under its one lock; it never blocks,
 starts nothing and calls nobody.  Each method is one event (a caller needs the
 session, a start made its client, a start failed, the session stopped, it was
@@ -16,7 +16,7 @@ The states (what ``status()`` reports):
 - ``starting``: the first start (or the first after ``idle``) is under way;
 - ``running``: the session is up;
 - ``restarting``: the server stopped and starts again after a backoff
-  (:mod:`.restarts`), at most ``max_restarts`` in ``restart_window``;
+  (``restarts``), at most ``max_restarts`` in ``restart_window``;
 - ``failed``: the first start failed, or the server stopped once too often;
   its error is kept until ``retry_failed_after`` has passed.
 
@@ -54,7 +54,7 @@ STATES = (IDLE, STARTING, RUNNING, RESTARTING, FAILED)
 
 
 class Need(NamedTuple):
-    """What a caller that needs the session must do (:meth:`ServerState.need`).
+    """What a caller that needs the session must do (``ServerState.need``).
 
     Exactly one is set: ``client`` (the running session, leased when asked),
     ``stopped`` (a running session found closed: report it, then ask again),
@@ -68,7 +68,7 @@ class Need(NamedTuple):
 
 
 class Stop(NamedTuple):
-    """What the end of a running session asks for (:meth:`ServerState.stopped`).
+    """What the end of a running session asks for (``ServerState.stopped``).
 
     Attributes:
         restart: the start the callers wait for, to run after ``delay`` (``None``: the server is failed).

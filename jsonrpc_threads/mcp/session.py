@@ -1,33 +1,33 @@
 """McpClient: a synchronous MCP client that works from any thread, in every era of the protocol.
 
-Theory of operation.  An :class:`McpClient` is a facade: every method makes
+Theory of operation.  An ``McpClient`` is a facade: every method makes
 the call's deadline where the call enters (its ``timeout``, else the
 client's ``default_timeout``) and hands it, with the call, to the
-:class:`~jsonrpc_threads.mcp.connection.McpConnection` underneath, which
+``McpConnection`` underneath, which
 settles the era on first use (the ``server/discover`` probe of ``mode="auto"``,
 ``initialize``, the legacy HTTP+SSE fallback), renews an expired session,
 and sends the request.  Every step a call triggers spends what is left of
 that one deadline (docs/timeouts.md lists them, call by call).
 
-MCP has two eras (:mod:`.protocol`): the *stateless* era (2026-07-28), where
+MCP has two eras (``protocol``): the *stateless* era (2026-07-28), where
 every request carries the protocol version and the client's capabilities in
-``_meta``, a result may ask for the client's input (:mod:`.mrtr`), change
-notifications come on ``subscriptions/listen`` (:mod:`.subscriptions`), some
-results may be reused while fresh (:mod:`.cache`), and over Streamable HTTP
-each POST mirrors its method and name into headers (:mod:`.http_headers`);
+``_meta``, a result may ask for the client's input (``mrtr``), change
+notifications come on ``subscriptions/listen`` (``subscriptions``), some
+results may be reused while fresh (``cache``), and over Streamable HTTP
+each POST mirrors its method and name into headers (``http_headers``);
 and the *session* era (2024-11-05 .. 2025-11-25), where ``initialize``
 negotiates one version and the server may send the client requests,
-answered by :class:`~jsonrpc_threads.mcp.client_features.ClientFeatures`.
+answered by ``ClientFeatures``.
 
 Every method may be called from any thread, concurrently: requests are
 pipelined on the one connection, never serialized behind a lock, and a call
 that finds another thread's handshake under way waits for it no longer than
 its own deadline.  Each call holds a lease on the session while it runs
-(:mod:`.leases`), so a registry never closes a session in use.
+(``leases``), so a registry never closes a session in use.
 
 Results are the wire JSON as plain dicts (typed with the TypedDicts of
-:mod:`jsonrpc_threads.mcp.types`).  A tool result with ``isError: true`` is data,
-not an exception; protocol errors raise :class:`~jsonrpc_threads.JsonRpcError`.
+``jsonrpc_threads.mcp.types``).  A tool result with ``isError: true`` is data,
+not an exception; protocol errors raise ``JsonRpcError``.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ class McpClient(Closing, CatalogCalls):
             configuration (``{"command": ...}``, ``{"url": ...}`` or
             ``{"type": "sse", "url": ...}``, ``${VAR}`` expanded from
             ``os.environ``, as
-            :func:`~jsonrpc_threads.transports.config.transport_from_config`
+            ``transport_from_config``
             does), or an entry already parsed (a
-            :class:`~jsonrpc_threads.transports.config.ServerConfig`).
+            ``ServerConfig``).
         client_info: ``{"name", "version"}`` sent in ``initialize`` (session
             era) or in every request's ``_meta`` (stateless era); defaults to
             this package.
@@ -83,8 +83,8 @@ class McpClient(Closing, CatalogCalls):
             by default they go to the ``jsonrpc_threads.mcp.server_log`` logger.
             In the stateless era, where a server logs only when a request asks
             for it, a client with ``on_log`` asks for every level
-            (``"debug"``, :data:`~jsonrpc_threads.mcp.client_features.DEFAULT_LOG_LEVEL`)
-            until :meth:`set_logging_level` says otherwise.
+            (``"debug"``, ``DEFAULT_LOG_LEVEL``)
+            until ``set_logging_level`` says otherwise.
         default_timeout: seconds a call may take (the handshake it may trigger
             included) unless the call says otherwise; ``None`` waits forever.
         on_tools_changed, on_resources_changed, on_prompts_changed: called (with
@@ -93,14 +93,14 @@ class McpClient(Closing, CatalogCalls):
         listen: receive the server's own notifications: over HTTP in the
             session era, open the GET stream right after the handshake; in the
             stateless era, open ``subscriptions/listen`` for the list-changed
-            callbacks given (and for the resources of :meth:`subscribe_resource`).
+            callbacks given (and for the resources of ``subscribe_resource``).
         mode: ``"auto"`` (the stateless era when the server speaks it, else
             the ``initialize`` handshake), ``"stateless"`` or ``"session"``.
         cache: in the stateless era, reuse results while their ``ttlMs`` says
             they are fresh (list-changed notifications make them stale).
         tasks: declare the tasks extension, so a server may answer
-            ``tools/call`` with a task (:meth:`call_tool` then waits for it;
-            :meth:`submit_tool` returns a future).
+            ``tools/call`` with a task (``call_tool`` then waits for it;
+            ``submit_tool`` returns a future).
         legacy_sse_fallback: over Streamable HTTP, when the server refuses the
             ``initialize`` POST with 400, 404 or 405, try the legacy HTTP+SSE
             transport once.
@@ -164,7 +164,7 @@ class McpClient(Closing, CatalogCalls):
             on_resource_updated=stale_resource_then(self._cache, on_resource_updated),
             is_current_subscription=self._is_current_subscription,
         )
-        #: The calls running on this session now (see :mod:`jsonrpc_threads.mcp.leases`).
+        #: The calls running on this session now (see ``jsonrpc_threads.mcp.leases``).
         self.leases = Leases()
         self._connection = McpConnection(
             transport,
@@ -299,7 +299,7 @@ class McpClient(Closing, CatalogCalls):
 
         In the stateless era over HTTP, a tool whose ``x-mcp-header``
         annotations are invalid is left out (with a warning in the log), as
-        the 2026-07-28 transport requires.  :meth:`listing` returns the same
+        the 2026-07-28 transport requires.  ``listing`` returns the same
         tools with how long the server says they stay fresh.
 
         Raises:

@@ -2,11 +2,11 @@
 
 Theory of operation.  Every timer lives on the process-wide timer thread and,
 when due, only hands its work to the registry's background workers
-(:meth:`~jsonrpc_threads.mcp.background.Background.call_later`): nothing else
+(``call_later``): nothing else
 runs on the timer thread.
 
 - The idle check (``idle_timeout``) reads the session's leases
-  (:mod:`.leases`): a session on which a call runs is in use, however long
+  (``leases``): a session on which a call runs is in use, however long
   the call takes; one without a lease for ``idle_timeout`` seconds is handed
   to ``on_idle``, which closes it only if it is still unused then.  The check
   comes back when the last lease may reach ``idle_timeout``.
@@ -15,7 +15,7 @@ runs on the timer thread.
   ``health_timeout``; a session that does not answer, or whose transport is
   gone, is handed to ``on_unhealthy``.
 
-:class:`SessionTimers` keeps the handles, so that the supervisor cancels
+``SessionTimers`` keeps the handles, so that the supervisor cancels
 them all at once when the session ends (stop, idle close, restart).
 
 Thread-safety: every method may be called from any thread (one lock, held
@@ -68,7 +68,7 @@ class SessionTimers:
         self._handles: List[TimerHandle] = []
 
     def later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on a background worker after ``delay`` seconds (cancelled by :meth:`cancel_all`)."""
+        """Run ``fn(*args)`` on a background worker after ``delay`` seconds (cancelled by ``cancel_all``)."""
         handle = self._settings.background.call_later(delay, fn, *args)
         with self._lock:
             self._handles = [timer for timer in self._handles if timer.active]

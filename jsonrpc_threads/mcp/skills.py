@@ -9,18 +9,18 @@ skill's ``uri`` (its ``SKILL.md``), its ``frontmatter`` as JSON, and
 ``"dynamic"`` when the server cannot give stable digests).
 
 Listing reads no file: files are retrieved when they are needed, never ahead
-(:func:`list_skills` returns the entries and nothing more).  :func:`load_skill`
+(``list_skills`` returns the entries and nothing more).  ``load_skill``
 reads the ``SKILL.md`` of an entry and verifies it before anything uses it:
 its length against ``size``, its bytes against ``digest``, and its
 frontmatter, field by field, against the entry's; any difference raises
-:class:`~jsonrpc_threads.errors.SkillVerificationError` and the content is
-not returned.  The :class:`LoadedSkill` then reads supporting files one at a
+``SkillVerificationError`` and the content is
+not returned.  The ``LoadedSkill`` then reads supporting files one at a
 time, each verified the same way, and refuses a file the entry does not list.
 
 Frontmatter is YAML: parsing it needs PyYAML (the ``skills`` extra), imported
 when a skill is loaded.
 
-Thread-safety: a :class:`LoadedSkill` may be used from any thread (it holds
+Thread-safety: a ``LoadedSkill`` may be used from any thread (it holds
 no mutable state); the functions are as thread-safe as the client they use.
 """
 
@@ -88,7 +88,7 @@ class LoadedSkill:
         Raises:
             SkillVerificationError: the file is not listed in the entry, or its
                 size or digest differ (its content is not returned).
-            JsonRpcError: as :meth:`McpClient.read_resource`.
+            JsonRpcError: as ``McpClient.read_resource``.
         """
         uri = path_or_uri if "://" in path_or_uri else self.uri.rsplit("/", 1)[0] + "/" + path_or_uri.lstrip("/")
         listing = self.entry.get("resources")
@@ -128,7 +128,7 @@ def load_skill(
 
     Args:
         client: the client of the server that serves the skill.
-        entry_or_uri: the skill's entry (from :func:`list_skills`), or the URI
+        entry_or_uri: the skill's entry (from ``list_skills``), or the URI
             of its ``SKILL.md`` (its entry is then fetched with ``skills/get``).
         timeout: seconds for the whole load (``skills/get`` when given a URI,
             then ``resources/read``); the client's ``default_timeout`` by

@@ -1,23 +1,23 @@
 """One request of the stateless era (MCP 2026-07-28): its ``_meta``, its headers, and the rounds it may take.
 
-Theory of operation.  :class:`StatelessRequests` turns one request of the
+Theory of operation.  ``StatelessRequests`` turns one request of the
 session's caller into what the stateless era puts on the wire, and its
 answers into the result:
 
-1. a fresh cached result answers at once (:mod:`.cache`);
-2. the request gets its ``_meta`` (:func:`.protocol.request_meta`: the
+1. a fresh cached result answers at once (``cache``);
+2. the request gets its ``_meta`` (``protocol.request_meta``: the
    protocol version, the client's capabilities and identity, the log level:
    the one ``set_logging_level()`` asked for, else, when the client has an
-   ``on_log``, :data:`~.client_features.DEFAULT_LOG_LEVEL`)
-   and, over Streamable HTTP, its headers (:mod:`.http_headers`, with the
+   ``on_log``, ``DEFAULT_LOG_LEVEL``)
+   and, over Streamable HTTP, its headers (``http_headers``, with the
    ``Mcp-Param-*`` plan of the tool called, learnt from ``tools/list``);
 3. the answer decides what comes next: ``complete`` is the result (kept when
    it carries caching hints); ``input_required`` is answered from the
-   client's handlers and the request sent again (:mod:`.mrtr`); ``task`` goes
-   to the caller (:mod:`.tasks`); an ``UnsupportedProtocolVersion`` is retried
+   client's handlers and the request sent again (``mrtr``); ``task`` goes
+   to the caller (``tasks``); an ``UnsupportedProtocolVersion`` is retried
    once with a version the server names (which the client then keeps); a
    ``HeaderMismatch`` on ``tools/call`` makes the client learn the tools
-   again, then retry once; a broken answer stream (:class:`StreamLost`) is
+   again, then retry once; a broken answer stream (``StreamLost``) is
    sent again once, as a new request.
 
 The sending itself (ids, deadlines, progress) is the session's, given as a
@@ -45,7 +45,7 @@ from .types import Tool
 logger = logging.getLogger(__name__)
 
 #: ``send(method, params, deadline, headers) -> result``: one request of the session, blocking, within
-#: ``deadline`` (the :class:`~jsonrpc_threads._deadlines.Deadline` of the call it belongs to).
+#: ``deadline`` (the ``Deadline`` of the call it belongs to).
 Send = Callable[[str, Optional[Dict[str, Any]], Any, Optional[Mapping[str, str]]], Any]
 
 

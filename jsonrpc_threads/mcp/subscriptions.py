@@ -11,11 +11,11 @@ subset of the filter it honours), then the notifications, each tagged with
 They reach the client's ordinary notification handlers.  The server ends a
 subscription gracefully by answering the request.
 
-:class:`Subscriptions` keeps one listen request for the client.  Changing the
+``Subscriptions`` keeps one listen request for the client.  Changing the
 filter (a new resource subscription) cancels the old request (over HTTP that
 closes its stream; over stdio it sends ``notifications/cancelled``) and opens
 a new one.  A listen request that fails without the client asking (the
-stream broke) is opened again, :data:`MAX_REOPENS` times in a row at most; a
+stream broke) is opened again, ``MAX_REOPENS`` times in a row at most; a
 graceful end, a refusal (a server without subscriptions) or the client's
 close ends it for good.
 

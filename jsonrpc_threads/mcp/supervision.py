@@ -1,17 +1,17 @@
 """What the supervisors of one registry share: their settings, how a session starts, how a failure reads, many at once.
 
-Theory of operation.  :class:`Settings` is the registry's configuration, read
-by every :class:`~jsonrpc_threads.mcp.supervisor.ServerSupervisor` of it at
-each start and call.  :func:`start_session` is one start, on a background
-worker: the transport, the :class:`~jsonrpc_threads.mcp.McpClient` (its
+Theory of operation.  ``Settings`` is the registry's configuration, read
+by every ``ServerSupervisor`` of it at
+each start and call.  ``start_session`` is one start, on a background
+worker: the transport, the ``McpClient`` (its
 hooks attached to its connection, so they follow it through a fallback to
 the legacy transport), the handshake and the first ``tools/list``, all
 within one deadline made from ``startup_timeout`` as the start begins.
-:func:`describe_start_failure` turns what a start or a session ended with
+``describe_start_failure`` turns what a start or a session ended with
 into the one line that ``status()``, the log and the command line show.
-:func:`refresh_all` and :func:`stop_all` work on many supervisors at once.
+``refresh_all`` and ``stop_all`` work on many supervisors at once.
 
-Thread-safety: the functions may be called from any thread; :class:`Settings`
+Thread-safety: the functions may be called from any thread; ``Settings``
 is read without a lock (the registry changes a field at a time).
 """
 
@@ -47,7 +47,7 @@ SessionHook = Callable[[McpClient, JsonRpcClient], None]
 
 #: The most of a server's stderr tail quoted in an error message.
 STDERR_LINE_CHARS = 200
-#: The most sessions closed at once by :func:`stop_all`.
+#: The most sessions closed at once by ``stop_all``.
 MAX_PARALLEL_CLOSES = 8
 #: Default seconds a health ping may take before the server is taken for hung.
 DEFAULT_HEALTH_TIMEOUT_S = 10.0
@@ -72,7 +72,7 @@ class Settings:
         health_timeout: seconds a health ping may take.
         tracing: OpenTelemetry spans for tool calls, or ``None``.
         wire_trace: ``callback(server, message)`` for every message of every
-            session (see :func:`jsonrpc_threads.observe.trace_wire`), or ``None``.
+            session (see ``jsonrpc_threads.observe.trace_wire``), or ``None``.
         background: where starts, closes and pings run (replaced after a fork).
     """
 

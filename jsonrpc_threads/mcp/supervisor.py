@@ -1,19 +1,19 @@
 """One configured MCP server's lifecycle, for the tool registry: its starts, its calls, and the end of its sessions.
 
-Theory of operation.  A :class:`ServerSupervisor` owns at most one
-:class:`~jsonrpc_threads.mcp.McpClient` session for its server.  What it
+Theory of operation.  A ``ServerSupervisor`` owns at most one
+``McpClient`` session for its server.  What it
 knows and every transition (idle, starting, running, restarting, failed) is
-its state machine (:mod:`.server_state`), which decides under its lock and
+its state machine (``server_state``), which decides under its lock and
 returns what to do; the supervisor does it with no lock held.  Its timers
-(the restart's backoff, the idle and health checks) are :mod:`.session_timers`,
-its tool list, kept while the server restarts or idles, :mod:`.tool_cache`.
+(the restart's backoff, the idle and health checks) are ``session_timers``,
+its tool list, kept while the server restarts or idles, ``tool_cache``.
 
 A start is a single flight: it runs on the registry's background workers
-(:func:`.supervision.start_session`, bounded by ``startup_timeout``) and is a
+(``supervision.start_session``, bounded by ``startup_timeout``) and is a
 ``Future`` every caller waits on, each no longer than its own deadline (the
-:class:`~jsonrpc_threads._deadlines.Deadline` its public call made): a call
+``Deadline`` its public call made): a call
 made while the server starts or restarts either gets the session in time or
-fails with a clear :class:`~jsonrpc_threads.mcp.errors.ServerUnavailable` (at
+fails with a clear ``ServerUnavailable`` (at
 once, when the restart is not due before its deadline), and the start goes on
 for the others.
 
@@ -22,7 +22,7 @@ JSON-RPC client the session makes (a fallback to the legacy transport
 included), runs on the thread that saw the end, records it and schedules the
 restart, and hands the reaping of the old process to a background worker.
 Calls go straight to the session: pipelined, never serialized behind a lock,
-each holding a lease on it (:mod:`.leases`), so ``idle_timeout`` never closes
+each holding a lease on it (``leases``), so ``idle_timeout`` never closes
 a session in use.
 """
 
@@ -67,7 +67,7 @@ class ServerSupervisor:
             changed (on a worker thread of its session).
 
     Attributes:
-        cache: the server's tool list (:class:`~.tool_cache.ToolCache`).
+        cache: the server's tool list (``ToolCache``).
     """
 
     def __init__(
@@ -104,7 +104,7 @@ class ServerSupervisor:
         return self._settings.default_timeout
 
     def failure(self) -> Optional[JsonRpcError]:
-        """Why the server is unavailable: its :class:`ConfigError`, or the :class:`ServerUnavailable` it failed with."""
+        """Why the server is unavailable: its ``ConfigError``, or the ``ServerUnavailable`` it failed with."""
         if self.config_error is not None:
             return self.config_error
         return self._state.failure()
@@ -115,7 +115,7 @@ class ServerSupervisor:
         return self._state.running() is not None
 
     def status(self) -> Dict[str, Any]:
-        """``{"state", "pid", "restarts", "last_error"}`` (see :mod:`.server_state` for the states)."""
+        """``{"state", "pid", "restarts", "last_error"}`` (see ``server_state`` for the states)."""
         if self.config_error is not None:
             return {"state": FAILED, "pid": None, "restarts": 0, "last_error": self.config_error.message}
         self._notice_stop()
@@ -139,7 +139,7 @@ class ServerSupervisor:
         return total
 
     def needs_work(self) -> bool:
-        """True when :meth:`refresh_tools` would start the server or fetch its tools."""
+        """True when ``refresh_tools`` would start the server or fetch its tools."""
         if self.config is None:
             return False
         self._notice_stop()
@@ -216,7 +216,7 @@ class ServerSupervisor:
         ``refresh`` (a name not found in the list) always asks the server anew.
 
         Raises:
-            ConfigError, ServerUnavailable, TransportClosed: as :meth:`session`.
+            ConfigError, ServerUnavailable, TransportClosed: as ``session``.
             RequestTimeout: ``deadline`` passed first.
             JsonRpcError: ``tools/list`` failed.
         """
@@ -259,7 +259,7 @@ class ServerSupervisor:
 
         Raises:
             UnknownTool: it does not.
-            ConfigError, ServerUnavailable, TransportClosed: as :meth:`session`.
+            ConfigError, ServerUnavailable, TransportClosed: as ``session``.
         """
         if self.cache.offers(tool):
             return
@@ -283,7 +283,7 @@ class ServerSupervisor:
         ``traceparent`` travels in the request's ``_meta``.
 
         Raises:
-            As :meth:`session`, then as :meth:`McpClient.call_tool`.
+            As ``session``, then as ``McpClient.call_tool``.
         """
         tracing = self._settings.tracing
         span = carrier = None

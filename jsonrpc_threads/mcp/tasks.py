@@ -8,15 +8,15 @@ result: ``resultType: "task"``, a ``taskId``, a ``status`` and a suggested
 terminal: ``completed`` (the original request's result is inlined under
 ``result``), ``failed`` (a JSON-RPC ``error``) or ``cancelled``.  A task in
 ``input_required`` carries ``inputRequests``, answered with the client's
-handlers (:mod:`.mrtr`) and sent with ``tasks/update``.  ``tasks/cancel``
+handlers (``mrtr``) and sent with ``tasks/update``.  ``tasks/cancel``
 asks the server to stop (cooperatively).
 
-:class:`TaskRunner` does the polling.  :meth:`TaskRunner.wait` polls on the
-calling thread (a blocking ``call_tool``); :meth:`TaskRunner.submit` returns
-a :class:`TaskFuture`, a ``concurrent.futures.Future`` polled on the
+``TaskRunner`` does the polling.  ``TaskRunner.wait`` polls on the
+calling thread (a blocking ``call_tool``); ``TaskRunner.submit`` returns
+a ``TaskFuture``, a ``concurrent.futures.Future`` polled on the
 runner's own workers (``jsonrpc-mcp-tasks[<label>]-N``).  Every wait is
 bounded by the call's one deadline (each poll by what is left of it, and
-:data:`TASK_REQUEST_TIMEOUT_S`) and wakes at once when the future is
+``TASK_REQUEST_TIMEOUT_S``) and wakes at once when the future is
 cancelled or the runner closes; a submitted call's deadline is also kept by
 a timer, so its future settles on time even while every worker is busy.
 
@@ -25,7 +25,7 @@ request in flight (the server gets ``notifications/cancelled``); once the
 task exists, from ``cancel()`` or as soon as its id arrives, ``tasks/cancel``
 is sent, once.
 
-User code never runs on the polling workers: a :class:`TaskFuture`'s
+User code never runs on the polling workers: a ``TaskFuture``'s
 done-callbacks run where a request future's do, on the caller's thread when
 the caller settles it (its own ``cancel()``) and on the runner's callback
 workers (``jsonrpc-mcp-task-callback[<label>]-N``) when the library settles it,
@@ -61,7 +61,7 @@ DEFAULT_POLL_INTERVAL_S = 1.0
 #: Bounds on the poll interval, whatever the server suggests.
 MIN_POLL_INTERVAL_S = 0.05
 MAX_POLL_INTERVAL_S = 30.0
-#: Threads polling the tasks of :meth:`TaskRunner.submit` (more tasks queue; their deadlines still hold).
+#: Threads polling the tasks of ``TaskRunner.submit`` (more tasks queue; their deadlines still hold).
 TASK_WORKERS = 8
 #: Threads running the done-callbacks of the futures the runner settles.
 CALLBACK_WORKERS = 4
@@ -79,7 +79,7 @@ Withdraw = Callable[["Future[Any]", str], bool]
 
 
 class _Settling(threading.local):
-    """Per thread: True while the library settles a :class:`TaskFuture` (its user callbacks go to a worker)."""
+    """Per thread: True while the library settles a ``TaskFuture`` (its user callbacks go to a worker)."""
 
     active = False
 
@@ -349,7 +349,7 @@ class TaskRunner:
 
 
 def _poll(deadline: Deadline) -> Deadline:
-    """One request of a task's polling: what is left of the call's deadline, at most :data:`TASK_REQUEST_TIMEOUT_S`."""
+    """One request of a task's polling: what is left of the call's deadline, at most ``TASK_REQUEST_TIMEOUT_S``."""
     if deadline.expired:
         raise RequestTimeout("tools/call", None, deadline.timeout)
     return deadline.capped(TASK_REQUEST_TIMEOUT_S)

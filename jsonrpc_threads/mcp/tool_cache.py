@@ -1,22 +1,22 @@
 """One supervised server's tool list: as last fetched, kept across restarts, stale on list_changed or at its ttlMs.
 
-Theory of operation.  A :class:`ToolCache` holds the tools a server listed,
+Theory of operation.  A ``ToolCache`` holds the tools a server listed,
 and knows when the list goes stale: when the server says its tools changed
-(``notifications/tools/list_changed``, :meth:`ToolCache.changed`), or when the
+(``notifications/tools/list_changed``, ``ToolCache.changed``), or when the
 ``ttlMs`` it gave passes (MCP 2026-07-28: the smallest of the list's pages;
 0, or none in that era, means stale at once; a server of the session era
 gives none, and its list stays fresh until it says it changed).  A fetch
-remembers the count of changes it started from (:meth:`ToolCache.changes`),
+remembers the count of changes it started from (``ToolCache.changes``),
 so a change that arrives while the list is on its way still leaves it stale.
 
-A fetch of a stale list is shared (:meth:`ToolCache.join_fetch`): callers
+A fetch of a stale list is shared (``ToolCache.join_fetch``): callers
 that find one under way wait for it (each no longer than its own deadline)
 instead of asking the server again, so a burst of calls to a server whose
 list is always stale costs one ``tools/list``, not one each.
 
 The list survives a restart or an idle close (a model keeps seeing the tools
 of a server that will be back) and is emptied only when the server is
-failed.  :attr:`ToolCache.version` changes with every fetch and every
+failed.  ``ToolCache.version`` changes with every fetch and every
 emptying: the registry rebuilds its names when a version it built from moved.
 
 Thread-safety: every method may be called from any thread (one lock; no call
@@ -54,7 +54,7 @@ class ToolCache:
             return list(self._tools)
 
     def listing(self) -> Tuple[List[Tool], int]:
-        """The tools and their :attr:`version`, read together."""
+        """The tools and their ``version``, read together."""
         with self._lock:
             return list(self._tools), self._version
 
@@ -94,8 +94,8 @@ class ToolCache:
 
         Args:
             tools: the list.
-            changes: :meth:`changes` as the fetch started.
-            expires_at: the :func:`time.monotonic` moment its ``ttlMs`` passes, or ``None`` for no hint.
+            changes: ``changes`` as the fetch started.
+            expires_at: the ``time.monotonic`` moment its ``ttlMs`` passes, or ``None`` for no hint.
         """
         with self._lock:
             self._tools = list(tools)
@@ -122,7 +122,7 @@ class ToolCache:
         """The shared fetch: the one under way and ``False``, or a new one and ``True`` (the caller runs it).
 
         The caller that gets ``True`` must settle the future when its fetch
-        ends (:meth:`end_fetch`), whatever happens.
+        ends (``end_fetch``), whatever happens.
         """
         with self._lock:
             if self._fetch is not None:

@@ -1,12 +1,12 @@
 """The registry's routing table: every name a model sees, and the server and tool behind it.
 
-Theory of operation.  A :class:`ToolIndex` is built from the tool lists of a
-registry's supervisors (:mod:`.tool_cache`), in configuration order, with
-the names of :mod:`.naming` (``mcp__<server>__<tool>``, rewritten stably
+Theory of operation.  A ``ToolIndex`` is built from the tool lists of a
+registry's supervisors (``tool_cache``), in configuration order, with
+the names of ``naming`` (``mcp__<server>__<tool>``, rewritten stably
 when they clash or do not fit a model's rules), leaving out the tools an MCP
-App keeps for itself (:func:`.llm_formats.model_visible`).  It remembers the
+App keeps for itself (``llm_formats.model_visible``).  It remembers the
 version of each list it was built from, so a reader can tell a table that
-lags behind a list that just changed (:meth:`ToolIndex.current`) and rebuild
+lags behind a list that just changed (``ToolIndex.current``) and rebuild
 it at once rather than wait for the supervisor's own rebuild.
 
 Thread-safety: every method may be called from any thread (one lock; the

@@ -1,11 +1,11 @@
 """What the MCP layer asks of a transport beyond the contract: a server session, a legacy fallback, a revision.
 
 Theory of operation.  The transport contract
-(:mod:`jsonrpc_threads.transports.base`) moves bytes and knows nothing of
+(``jsonrpc_threads.transports.base``) moves bytes and knows nothing of
 MCP.  Some transports carry more that only MCP uses: Streamable HTTP has a
 server session (its id, the negotiated version header, the listen stream,
 and the stateless revision that has none of them) and a legacy transport at
-the same URL (made here, from its settings: :func:`legacy_transport_for`); the
+the same URL (made here, from its settings: ``legacy_transport_for``); the
 HTTP+SSE transport exists only in one old revision.  The protocols below name
 those roles.  A transport plays one by its methods and
 attributes alone (``runtime_checkable`` structural checks), without importing
@@ -59,7 +59,7 @@ class RevisionBound(Protocol):
 
 
 def session_of(transport: Any) -> Optional[SessionTransport]:
-    """``transport`` as a :class:`SessionTransport`, or ``None`` when it has no session."""
+    """``transport`` as a ``SessionTransport``, or ``None`` when it has no session."""
     return transport if isinstance(transport, SessionTransport) else None
 
 

@@ -1,51 +1,51 @@
-"""The whole contract between :class:`~jsonrpc_threads.client.JsonRpcClient` and a transport.
+"""The whole contract between ``JsonRpcClient`` and a transport.
 
 A transport moves bytes and nothing else: it never looks at method names, never
 builds a message and never owns a future.  The client hands it encoded messages
-through :meth:`Transport.send`, and the transport reports what happens through
-the :class:`MessageSink` the client gave it in :meth:`Transport.start`:
+through ``Transport.send``, and the transport reports what happens through
+the ``MessageSink`` the client gave it in ``Transport.start``:
 
 - every complete message received (one stdio line, one HTTP JSON body, one SSE
-  event's data) goes to :meth:`MessageSink.message_received` as bytes, in the
+  event's data) goes to ``MessageSink.message_received`` as bytes, in the
   order it arrived; several that one read brought may go together to
-  :meth:`TakesChunks.messages_received`, where the sink has it (the client
+  ``TakesChunks.messages_received``, where the sink has it (the client
   does: it settles their responses with one lock round trip);
-- :meth:`MessageSink.message_received` returns the ids of the responses the
+- ``MessageSink.message_received`` returns the ids of the responses the
   message carried (as the peer wrote them; empty for a request, a notification
   or anything that is not JSON-RPC).  So a transport that tracks which of its
   requests are still owed an answer (an HTTP exchange, an SSE stream) is told
   which were answered, and never decodes a message itself to find out;
 - a failure that concerns only some requests (an HTTP status, a reset
-  connection) goes to :meth:`MessageSink.requests_failed` with their ids, so the
+  connection) goes to ``MessageSink.requests_failed`` with their ids, so the
   client settles exactly those futures;
 - the end of the transport (EOF, child exit, ``close()``) goes once to
-  :meth:`MessageSink.transport_closed`.
+  ``MessageSink.transport_closed``.
 
 Sink methods are called from the transport's own threads (or from a caller's
-thread inside :meth:`DrivesCalls.drive_call`), return quickly, never block on
+thread inside ``DrivesCalls.drive_call``), return quickly, never block on
 the transport and never run user code.
 
 Beyond the required surface, a transport may offer optional capabilities, each
 a small protocol below; the client looks for them once, when it is made
-(:func:`capabilities`), never by probing attribute names elsewhere:
+(``capabilities``), never by probing attribute names elsewhere:
 
-- :class:`DrivesCalls`: a blocking ``call()`` carries its own request on the
+- ``DrivesCalls``: a blocking ``call()`` carries its own request on the
   calling thread (stdio: the caller reads its answer itself; HTTP: the caller
   runs the POST), so the answer needs no hand-off between threads;
-- :class:`AbandonsRequests`: the client says which requests it settled locally
+- ``AbandonsRequests``: the client says which requests it settled locally
   (timeout, ``Future.cancel()``), so the transport stops work it carries for
   them (an HTTP read, a queued write) and frees the thread;
-- :class:`ExplainsTimeouts`: what the transport noticed that may explain a
-  request timing out (the client puts it in :class:`RequestTimeout`);
-- :class:`SurvivesFork`: in a process forked after the transport was made,
+- ``ExplainsTimeouts``: what the transport noticed that may explain a
+  request timing out (the client puts it in ``RequestTimeout``);
+- ``SurvivesFork``: in a process forked after the transport was made,
   let go of this process's copies of its descriptors and nothing more (the
-  client calls it from ``close()`` there, instead of :meth:`Transport.close`).
+  client calls it from ``close()`` there, instead of ``Transport.close``).
 
 A layer above may ask more of a transport through protocols of its own (the
 MCP layer's session, legacy fallback and revision): a transport satisfies
 them by its methods and attributes alone, and imports nothing of that layer.
 
-Message headers.  :meth:`Transport.send` and :meth:`DrivesCalls.drive_call`
+Message headers.  ``Transport.send`` and ``DrivesCalls.drive_call``
 take ``headers``: metadata about this one message that the layer above
 computed (MCP's ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` of revision
 2026-07-28), as ``{name: value}``.  A transport with a place for per-message
@@ -55,7 +55,7 @@ what a message means stays above it.  The client passes ``headers`` only when
 it was given some, so a transport written before they existed still works
 for every caller that does not use them.
 
-Deadlines are on the :func:`time.monotonic` clock; ``None`` means none.
+Deadlines are on the ``time.monotonic`` clock; ``None`` means none.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from ..errors import JsonRpcError, RequestId, TransportClosed
 class MessageSink(Protocol):
     """What a transport calls back into.  Implemented by the client; thread-safe.
 
-    :meth:`message_received` returns the ids of the responses the message
+    ``message_received`` returns the ids of the responses the message
     carried (those the client took as answers and settled, or dropped as late:
     a response with a valid id, alone or in a batch), and nothing for anything
     else (a request, a notification, text that is not JSON).  A transport that
@@ -102,7 +102,7 @@ class TakesChunks(MessageSink, Protocol):
 
     A transport may look for it (by name) on the sink it was given and, when it
     is there, hand over a run of complete messages in one call instead of one
-    :meth:`MessageSink.message_received` each.  Without it, one at a time.
+    ``MessageSink.message_received`` each.  Without it, one at a time.
     """
 
     def messages_received(self, chunk: Deque[bytes]) -> None:
@@ -178,7 +178,7 @@ class DrivesCalls(Protocol):
     ) -> bool:
         """Send one request and carry it on the calling thread until ``done()`` or ``deadline``.
 
-        ``headers`` as in :meth:`Transport.send`.  ``done()`` becomes true
+        ``headers`` as in ``Transport.send``.  ``done()`` becomes true
         once the answer is in: settled, or received and waiting for the
         handlers of notifications that came before it (the client settles it
         when they finish; there is nothing more to read for it).
@@ -186,14 +186,14 @@ class DrivesCalls(Protocol):
         Everything received meanwhile goes to the sink exactly as the
         transport's own threads would deliver it, in order.  Returns ``False``
         (having sent nothing) to decline, when the call cannot be carried here
-        right now: the client then uses :meth:`Transport.send`.  Returns
+        right now: the client then uses ``Transport.send``.  Returns
         ``True`` once the request was sent, even when ``done()`` is still
         false (the deadline passed, or another thread took over the reading);
         the client waits for the answer as usual.  Never blocks past
         ``deadline`` and never runs user code.
 
         Raises:
-            TransportClosed: as :meth:`Transport.send`; nothing was sent.
+            TransportClosed: as ``Transport.send``; nothing was sent.
         """
 
 

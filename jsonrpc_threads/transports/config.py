@@ -20,14 +20,14 @@ caller to interpret and ignored here.
 ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and ``headers`` values.
 A variable that is unset and has no default makes the entry unusable.
 
-Theory of operation.  :func:`parse_entry` is the only place an entry is
-checked and expanded; it returns a :class:`ServerConfig` and builds nothing.
-:func:`build_transport` makes the transport a :class:`ServerConfig` describes,
-and :func:`transport_from_config` is the two in one.  Every way into the
-library goes through them: :func:`transport_from_config`,
+Theory of operation.  ``parse_entry`` is the only place an entry is
+checked and expanded; it returns a ``ServerConfig`` and builds nothing.
+``build_transport`` makes the transport a ``ServerConfig`` describes,
+and ``transport_from_config`` is the two in one.  Every way into the
+library goes through them: ``transport_from_config``,
 ``McpClient(entry)``, and ``ToolRegistry`` (whose configuration file
-:func:`jsonrpc_threads.mcp.config.load_config` reads entry by entry with
-:func:`parse_entry`), so an entry means the same everywhere.
+``jsonrpc_threads.mcp.config.load_config`` reads entry by entry with
+``parse_entry``), so an entry means the same everywhere.
 
 The transports are imported when one is built, not when this module is:
 importing it pulls in neither ``requests`` nor ``psutil``.
@@ -248,7 +248,7 @@ def build_transport(
     """Build the transport a parsed entry describes (a stdio child is spawned now).
 
     Args:
-        config: the entry, from :func:`parse_entry`.
+        config: the entry, from ``parse_entry``.
         inherit_env: a stdio child gets the whole environment of this process
             (plus ``env``), not only the allowlist of ``StdioTransport``.
 
@@ -294,13 +294,13 @@ def transport_from_config(entry: Mapping[str, Any]) -> Union[StdioTransport, Htt
             ``"sse"``, ``"stdio"``).  ``${VAR}`` is expanded from ``os.environ``.
 
     Returns:
-        An :class:`~jsonrpc_threads.transports.http.HttpTransport`, an
-        :class:`~jsonrpc_threads.transports.sse.SseTransport` or a
-        :class:`~jsonrpc_threads.transports.stdio.StdioTransport`.  Pass it to
+        An ``HttpTransport``, an
+        ``SseTransport`` or a
+        ``StdioTransport``.  Pass it to
         ``JsonRpcClient`` (or ``McpClient``), which starts and owns it.
 
     Raises:
-        ValueError: (a :class:`~jsonrpc_threads.errors.ConfigError`) when the
+        ValueError: (a ``ConfigError``) when the
             entry has both or neither of ``command`` and ``url``, a member of
             the wrong type, an unknown ``type``, or an unset variable.
         TransportClosed: when the stdio command cannot be started.

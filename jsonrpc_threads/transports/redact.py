@@ -1,13 +1,13 @@
 """Secrets kept out of log lines: redacted headers, URL labels, and a filter on the lines urllib3 writes for us.
 
 Theory of operation.  The transport's own log lines hold no secret by
-construction: they name the server by :func:`url_label` (no user info, query
-or fragment) and show headers only through :func:`redact_headers`.  The lines
+construction: they name the server by ``url_label`` (no user info, query
+or fragment) and show headers only through ``redact_headers``.  The lines
 that urllib3 writes while it carries our requests are another matter:
 ``urllib3.connectionpool`` logs every request line at DEBUG with its path
 *and query string* (where some servers expect a token), and a header parse
 warning logs the whole URL.  So every HTTP request of a transport runs inside
-a :class:`LogScope`, which marks the thread; a :class:`logging.Filter` on the
+a ``LogScope``, which marks the thread; a ``logging.Filter`` on the
 loggers of urllib3 and requests rewrites each record made on a marked thread,
 replacing the transport's known secrets (the URL's query string and user info,
 the values of secret headers, those added by ``header_provider`` included)
@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .._fork import at_fork_in_child
 
 REDACTED = "<redacted>"
-#: The loggers (and their children) whose records a :class:`LogScope` rewrites.
+#: The loggers (and their children) whose records a ``LogScope`` rewrites.
 LIBRARY_LOGGER_PREFIXES = ("urllib3", "requests")
 #: Loggers known to write URLs, filtered even before they exist.
 _KNOWN_LIBRARY_LOGGERS = (
@@ -56,7 +56,7 @@ _local = threading.local()
 
 
 def is_secret_header(name: str) -> bool:
-    """True for a header whose value must never be logged (see :func:`redact_headers`)."""
+    """True for a header whose value must never be logged (see ``redact_headers``)."""
     lowered = name.lower()
     return lowered in _SECRET_HEADER_NAMES or any(word in lowered for word in _SECRET_HEADER_WORDS)
 
@@ -157,7 +157,7 @@ class LogScope:
 
 
 class _RedactingFilter(logging.Filter):
-    """Rewrites the records made inside a :class:`LogScope`; never drops one."""
+    """Rewrites the records made inside a ``LogScope``; never drops one."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         scope: Optional[LogScope] = getattr(_local, "scope", None)

@@ -6,7 +6,7 @@ naming the scenario.  ``make conformance`` runs::
 
     conformance client --command ".venv/bin/python tests/conformance/client.py" --scenario NAME
 
-Every scenario runs :class:`McpClient` in its default ``mode="auto"``: it
+Every scenario runs ``McpClient`` in its default ``mode="auto"``: it
 asks ``server/discover`` first and speaks 2026-07-28 when the scenario's
 server does, the ``initialize`` handshake otherwise (the suite's servers of
 the older revisions answer the probe with an error or a result that is no
@@ -41,9 +41,9 @@ discover result).  What each scenario expects of a client:
   ``SKILL.md`` the server tampered with, and must refuse it before reading
   any other file;
 - ``auth/*``: the server answers 401 until the client is authorized
-  (:class:`jsonrpc_threads.auth.OAuth`): list the tools and call the first one
+  (``jsonrpc_threads.auth.OAuth``): list the tools and call the first one
   (``auth/scope-step-up`` answers that call 403 ``insufficient_scope``).  The
-  user is played by :func:`user_agent`, which follows the authorization URL to
+  user is played by ``user_agent``, which follows the authorization URL to
   the redirect as a browser would.  What the scenario hands over in
   ``MCP_CONFORMANCE_CONTEXT`` decides the client: ``client_id`` (+ secret) is
   a pre-registered client; ``private_key_pem`` or a ``client-credentials``
@@ -52,7 +52,7 @@ discover result).  What each scenario expects of a client:
   ``auth/basic-cimd`` is given a client ID metadata document URL: an
   application that publishes one (the suite fetches it in other scenarios,
   which would leave the loopback).  ``auth/resource-mismatch`` and
-  ``auth/scope-retry-limit`` end in an :class:`AuthorizationError` (exit 1),
+  ``auth/scope-retry-limit`` end in an ``AuthorizationError`` (exit 1),
   which the suite expects.
 
 The scenario servers advertise ``http://localhost:PORT``; the URL is used with

@@ -9,7 +9,7 @@ Standard library only (it must not import jsonrpc_threads).  Use it in-process::
 
 or run it as a script: ``python tests/peers/http_peer.py [--port N] [--allow-exit]``
 prints ``listening on URL`` and serves until SIGINT or SIGTERM;
-:class:`HttpPeerProcess` does that for a test (a server that can die for real).
+``HttpPeerProcess`` does that for a test (a server that can die for real).
 
 The endpoint is ``/mcp`` (any other path answers 404).  How it answers is chosen
 per request by *modes*: the ``mode`` query parameter (comma-separated) plus the
@@ -41,7 +41,7 @@ field to the first event of each stream.
 
 SSE events carry ids (``<stream>:<n>``) when ``priming``, ``cut`` or ``reset``
 is on and ``noids`` is off.  A GET without ``Last-Event-ID`` opens the listen
-stream: :meth:`HttpPeer.push` sends messages on it, :meth:`HttpPeer.cut_listeners`
+stream: ``HttpPeer.push`` sends messages on it, ``HttpPeer.cut_listeners``
 ends it (the client reconnects).
 
 Methods (result in parentheses), as the stdio peer where they make sense:
@@ -118,7 +118,7 @@ UNICODE_TEXT = "line\u2028sep\u2029para \U0001f600 é"
 GATE_TIMEOUT_S = 30.0
 #: How often a listen stream looks at its queue and the stop flag.
 LISTEN_POLL_S = 0.05
-#: Bounded joins in :meth:`HttpPeer.close`.
+#: Bounded joins in ``HttpPeer.close``.
 JOIN_TIMEOUT_S = 5.0
 MODES = frozenset(
     {
@@ -1022,7 +1022,7 @@ class HttpPeerProcess:
         return self.proc.pid
 
     def url_with(self, *modes: str, retry: Optional[int] = None) -> str:
-        """As :meth:`HttpPeer.url_with`."""
+        """As ``HttpPeer.url_with``."""
         query = []
         if modes:
             query.append("mode=" + ",".join(modes))

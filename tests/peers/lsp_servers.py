@@ -55,7 +55,7 @@ def pyright_command() -> List[str]:
 
 
 def write_project(root: Path) -> Path:
-    """Write :data:`PROJECT` into ``root``; returns ``root``."""
+    """Write ``PROJECT`` into ``root``; returns ``root``."""
     for name, text in PROJECT.items():
         (root / name).write_text(text, encoding="utf-8")
     return root

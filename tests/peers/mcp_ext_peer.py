@@ -33,7 +33,7 @@ MCP Apps (``io.modelcontextprotocol/ui``): ``chart`` is for the app alone
 (``_meta.ui.visibility: ["app"]``), ``render`` for both, ``plain`` has no
 ``_meta``.  ``schema_2020`` has a hand-written JSON Schema 2020-12
 ``inputSchema`` (``$schema``, ``$defs``, ``$ref``, ``$anchor``, composition
-and conditional keywords), :data:`SCHEMA_2020`.
+and conditional keywords), ``SCHEMA_2020``.
 """
 
 from __future__ import annotations

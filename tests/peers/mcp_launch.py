@@ -4,7 +4,7 @@ Not a peer itself: the helper the MCP tests use to run the real servers
 (``mcp_sdk_server.py --http``, the npm reference server) on 127.0.0.1.  The
 child's stdout and stderr are one pipe, drained line by line by a thread (so a
 chatty server never blocks on a full pipe) into a queue the test waits on with
-a timeout; :meth:`ServerProcess.close` ends the child, the thread and the pipe.
+a timeout; ``ServerProcess.close`` ends the child, the thread and the pipe.
 """
 
 from __future__ import annotations

@@ -16,13 +16,13 @@ Flags:
   the first page; a cursor ``"N"`` gets page ``N`` (so a page says
   ``"nextCursor": "1"`` to lead to the second).  By default ``tools/list`` is
   one page with the tools ``echo``, ``add_tool`` and ``chatty``,
-  ``skills/list`` one page with the entry of :data:`SKILL_URI`, and every
+  ``skills/list`` one page with the entry of ``SKILL_URI``, and every
   other list is one empty page.
 - ``--slow S``: ``skills/list``, ``skills/get`` and ``resources/read`` answer
   after ``S`` seconds (each request runs on a thread of its own);
   ``--slow-tools-list`` makes ``tools/list`` that slow too.
 
-Skills: ``skills/get`` answers the entry of :data:`SKILL_URI` (a dynamic
+Skills: ``skills/get`` answers the entry of ``SKILL_URI`` (a dynamic
 skill), ``resources/read`` of that URI its ``SKILL.md``.
 
 Tools:

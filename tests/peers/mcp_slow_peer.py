@@ -5,7 +5,7 @@ real child process::
 
     [sys.executable, "tests/peers/mcp_slow_peer.py", *flags]
 
-or in this process over Streamable HTTP (:class:`SlowHttpPeer`, on
+or in this process over Streamable HTTP (``SlowHttpPeer``, on
 127.0.0.1, a free port), with sessions that the test can expire and an
 ``initialize`` whose delay it can change.
 

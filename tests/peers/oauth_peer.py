@@ -19,14 +19,14 @@ The authorization server (RFC 8414 metadata at ``/.well-known/oauth-authorizatio
   ``resource`` must match the authorization request), ``refresh_token`` and
   ``client_credentials``; client authentication by ``client_secret_basic``,
   ``client_secret_post`` or ``none``, as registered.  Tokens carry the scopes
-  asked for; ``expires_in`` is :attr:`OAuthPeer.expires_in`.
+  asked for; ``expires_in`` is ``OAuthPeer.expires_in``.
 
 The MCP server answers ``initialize``, ``ping``, ``tools/list`` and
 ``tools/call`` (tool ``echo``) with JSON, notifications with 202, GET and DELETE
 with 405.  Without a valid bearer token: 401 and ``WWW-Authenticate: Bearer
-resource_metadata="..."`` (plus ``scope`` when :attr:`OAuthPeer.challenge_scope`
-is set).  A method listed in :attr:`OAuthPeer.method_scopes` without those
-scopes: 403 ``insufficient_scope``.  :attr:`OAuthPeer.always_401` refuses every
+resource_metadata="..."`` (plus ``scope`` when ``OAuthPeer.challenge_scope``
+is set).  A method listed in ``OAuthPeer.method_scopes`` without those
+scopes: 403 ``insufficient_scope``.  ``OAuthPeer.always_401`` refuses every
 token.  Protected-resource metadata is at the path-based RFC 9728 location.
 """
 
@@ -269,9 +269,9 @@ class _ResourceServer(_Handler):
 class OAuthPeer:
     """The authorization server and the MCP server, each on its own free port.  A context manager.
 
-    Attributes set before use change how they answer: :attr:`expires_in`,
-    :attr:`scopes_supported` (both metadata documents), :attr:`challenge_scope`,
-    :attr:`method_scopes`, :attr:`always_401`, :attr:`prm_resource`.
+    Attributes set before use change how they answer: ``expires_in``,
+    ``scopes_supported`` (both metadata documents), ``challenge_scope``,
+    ``method_scopes``, ``always_401``, ``prm_resource``.
     """
 
     def __init__(self) -> None:

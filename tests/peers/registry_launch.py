@@ -2,7 +2,7 @@
 
 Not a peer itself.  The peer binds 127.0.0.1 on a free port and prints
 ``PORT <n>`` once its socket listens, so nothing here guesses a port or polls;
-:class:`~tests.peers.mcp_launch.ServerProcess` reads that line and ends the child.
+``ServerProcess`` reads that line and ends the child.
 """
 
 from __future__ import annotations

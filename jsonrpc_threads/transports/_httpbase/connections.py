@@ -3,10 +3,10 @@
 Theory of operation.  Closing a socket from another thread does not wake a
 thread blocked reading it; shutting it down does (the read returns at once).
 So the connections this transport opens come from urllib3 pool classes of
-our own (:func:`make_session` mounts them) whose connections
+our own (``make_session`` mounts them) whose connections
 
-- record their socket in the transport's :class:`Connections`, so that
-  ``close()`` shuts every one of them down (:meth:`Connections.shutdown_all`);
+- record their socket in the transport's ``Connections``, so that
+  ``close()`` shuts every one of them down (``Connections.shutdown_all``);
 - attach themselves to the exchange that uses them: an exchange that the
   client abandoned (every request it carries settled: timeout, cancel) shuts
   its own connection down, which ends its read and frees its thread.
@@ -18,11 +18,11 @@ thread attaches itself to that exchange.  It is detached when urllib3 puts
 it back into its pool, before another exchange can take it, so an exchange
 never shuts down a connection that has moved on to someone else.
 
-:class:`TrackedAdapter` mounts those pools, never retries and never follows
-a redirect: the plain adapter.  (The direct path, :mod:`.direct`, extends it.)
+``TrackedAdapter`` mounts those pools, never retries and never follows
+a redirect: the plain adapter.  (The direct path, ``direct``, extends it.)
 
 Environment.  ``requests`` reads proxies, CA bundle variables and
-``~/.netrc`` on every request; :func:`make_session` reads them once, when the
+``~/.netrc`` on every request; ``make_session`` reads them once, when the
 transport is made (the URL never changes), as ``HttpTransport`` documents: a
 session whose settings never change is also what the direct path needs.
 """
@@ -45,7 +45,7 @@ import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-#: The thread's current exchange (see :class:`carrying`).
+#: The thread's current exchange (see ``carrying``).
 _current = threading.local()
 
 
@@ -111,7 +111,7 @@ class Connections:
         self._closed = False
 
     def add(self, sock: socket.socket) -> bool:
-        """Record ``sock``; after :meth:`shutdown_all`, shut it down and return False."""
+        """Record ``sock``; after ``shutdown_all``, shut it down and return False."""
         with self._lock:
             if not self._closed:
                 self._sockets.add(sock)
@@ -248,7 +248,7 @@ class PlainSender:
     The answer is streamed and a redirect is never followed.  Thread-safe.
 
     Args:
-        session: the transport's session (from :func:`make_session`).
+        session: the transport's session (from ``make_session``).
     """
 
     def __init__(self, session: requests.Session) -> None:
@@ -274,7 +274,7 @@ def make_session(
     verify: Union[bool, str],
     adapter: requests.adapters.HTTPAdapter,
 ) -> requests.Session:
-    """A ``requests.Session`` for ``url`` over ``adapter`` (a :class:`TrackedAdapter`), its environment read once.
+    """A ``requests.Session`` for ``url`` over ``adapter`` (a ``TrackedAdapter``), its environment read once.
 
     With ``trust_env`` on, ``requests`` looks up proxies (walking ``os.environ``
     twice), the CA bundle variables and ``~/.netrc`` on every request.  The

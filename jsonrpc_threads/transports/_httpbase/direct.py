@@ -7,12 +7,12 @@ adapter looks its pool up again, parses the URL twice and fills a cookie jar
 for every answer.  A transport's session never changes its URL, its settings
 or its hooks, so most of that work gives the same answer every time.  This
 module is the one place that knows it; the plain path
-(:class:`~.connections.PlainSender` over a :class:`~.connections.TrackedAdapter`)
-is what it must behave like, and :mod:`.endpoint` chooses it, once.  Each of
+(``PlainSender`` over a ``TrackedAdapter``)
+is what it must behave like, and ``endpoint`` chooses it, once.  Each of
 its three parts pays for itself in a same-run A/B (``benchmarks/README.md``,
 "What the HTTP transport keeps of its tuning").
 
-:class:`DirectSender` keeps what matters, in the order ``requests`` does it:
+``DirectSender`` keeps what matters, in the order ``requests`` does it:
 
 - the session's default headers (``User-Agent``, ``Accept-Encoding``, ...)
   under the request's own, and ``Content-Length`` for the body;
@@ -28,7 +28,7 @@ its three parts pays for itself in a same-run A/B (``benchmarks/README.md``,
 
 What it leaves out: redirects (the transport refuses them anyway) and
 proxies: a URL that a proxy serves takes the plain path, which adds the
-proxy's credentials.  :class:`DirectAdapter` remembers its pool and request
+proxy's credentials.  ``DirectAdapter`` remembers its pool and request
 target per URL while no proxy is involved, and leaves an answer's cookie jar
 to be made when first read (the session's own jar gets the cookies either way).
 
@@ -81,7 +81,7 @@ class DirectSender(PlainSender):
         self._valid_headers: Set[Tuple[str, str]] = set()
 
     def prepare(self, method: str, url: str, headers: Dict[str, str], data: Optional[bytes]) -> Send:
-        """Prepare the request as ``Session.prepare_request`` would; see :meth:`PlainSender.prepare`."""
+        """Prepare the request as ``Session.prepare_request`` would; see ``PlainSender.prepare``."""
         known = self._prepared_url(url)
         if known is None:  # a proxy serves it
             return super().prepare(method, url, headers, data)
@@ -117,7 +117,7 @@ class DirectSender(PlainSender):
         return functools.partial(self._send_direct, request)
 
     def _send_direct(self, request: requests.PreparedRequest, timeout: Tuple[float, float]) -> requests.Response:
-        """Send a request :meth:`prepare` made; the answer's body is left to stream.
+        """Send a request ``prepare`` made; the answer's body is left to stream.
 
         Raises:
             requests.RequestException: as ``Session.send`` would (the caller translates it).
@@ -161,8 +161,8 @@ class DirectAdapter(TrackedAdapter):
     """The plain adapter, remembering pools and request targets per URL, and making cookie jars only when read.
 
     Args:
-        connections: as :class:`~.connections.TrackedAdapter`'s.
-        pool_maxsize: as :class:`~.connections.TrackedAdapter`'s.
+        connections: as ``TrackedAdapter``'s.
+        pool_maxsize: as ``TrackedAdapter``'s.
     """
 
     def __init__(self, connections: Connections, pool_maxsize: int) -> None:
@@ -207,7 +207,7 @@ class DirectAdapter(TrackedAdapter):
         return target
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
-        """What ``HTTPAdapter.build_response`` makes, with the cookie jar left until it is read (:class:`_Answer`)."""
+        """What ``HTTPAdapter.build_response`` makes, with the cookie jar left until it is read (``_Answer``)."""
         response = _Answer.__new__(_Answer)
         response.__dict__.update(_FRESH_ANSWER)
         response.history = []
@@ -233,7 +233,7 @@ class _Answer(requests.Response):
     ``requests`` builds a jar and parses the answer's cookies into it for
     every response, a twentieth of a loopback round trip; most answers set no
     cookie and nobody reads the jar (the session's own jar gets the cookies
-    either way, see :class:`DirectSender`).
+    either way, see ``DirectSender``).
     """
 
     @property

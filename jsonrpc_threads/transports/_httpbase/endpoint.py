@@ -1,7 +1,7 @@
 """The server's URL over one ``requests.Session``: the headers of each request, and the request itself.
 
 Every HTTP request the transport makes (POST, the GETs of resumption and of
-the listen stream, DELETE) goes through :meth:`Endpoint.request`, which
+the listen stream, DELETE) goes through ``Endpoint.request``, which
 
 - builds the request and runs the ``auth`` hook (``requests`` calls it while
   preparing), then sends it only if its exchange still stands (neither
@@ -9,10 +9,10 @@ the listen stream, DELETE) goes through :meth:`Endpoint.request`, which
   nobody waits for any more);
 - bounds connecting and waiting for the answer's headers by the exchange's
   deadline, and never follows a redirect;
-- marks the thread for the connection bookkeeping (:mod:`.connections`) and
-  for the log filter (:mod:`jsonrpc_threads.transports.redact`), and
+- marks the thread for the connection bookkeeping (``connections``) and
+  for the log filter (``jsonrpc_threads.transports.redact``), and
   translates every failure at the one edge where network errors enter
-  (:mod:`.errors`).
+  (``errors``).
 
 Thread-safety: any number of threads may make requests at once.
 """
@@ -163,7 +163,7 @@ class Endpoint:
         """In a process forked since: close this process's copies of the sockets; no shutdown, no lock.
 
         (What a transport's ``release_in_fork`` does, see
-        :class:`~jsonrpc_threads.transports.base.SurvivesFork`.)
+        ``SurvivesFork``.)
         """
         self.connections.release_in_fork()
 

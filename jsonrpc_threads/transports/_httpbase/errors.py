@@ -3,17 +3,17 @@
 Two kinds of failure enter here, and nowhere else:
 
 - an exception out of ``requests``, urllib3, ``http.client`` or a socket
-  (:class:`NetworkErrors`, a context manager around every call that touches
+  (``NetworkErrors``, a context manager around every call that touches
   the network, in the spirit of httpcore's ``map_exceptions``):
-  :class:`~jsonrpc_threads.errors.TransportClosed` while the transport is
-  closing, :class:`DeadlinePassed` once the exchange's deadline is over,
-  :class:`~jsonrpc_threads.errors.HttpConnectionError` for a refused, reset or
-  timed-out connection, :class:`~jsonrpc_threads.errors.HttpError` for the rest;
-- an HTTP status that is not the answer we wait for (:func:`status_error`,
-  :func:`redirect_error`, :func:`stream_refused`): 404 to a request that carried
-  a session id is :class:`~jsonrpc_threads.errors.SessionExpired`, a JSON-RPC
+  ``TransportClosed`` while the transport is
+  closing, ``DeadlinePassed`` once the exchange's deadline is over,
+  ``HttpConnectionError`` for a refused, reset or
+  timed-out connection, ``HttpError`` for the rest;
+- an HTTP status that is not the answer we wait for (``status_error``,
+  ``redirect_error``, ``stream_refused``): 404 to a request that carried
+  a session id is ``SessionExpired``, a JSON-RPC
   error body is that error, a redirect is refused (never followed), anything
-  else an :class:`~jsonrpc_threads.errors.HttpError` with the status and an
+  else an ``HttpError`` with the status and an
   excerpt of the body.
 
 The exceptions raised here never chain the library exception they replace

@@ -1,7 +1,7 @@
 """One exchange (a request and its answer, resumptions included), and how it ends early.
 
 Theory of operation.  Every HTTP request a transport makes belongs to one
-:class:`Exchange`, carried on one thread from start to end: a POST and its
+``Exchange``, carried on one thread from start to end: a POST and its
 answer (on a pool thread, or the caller's own thread for a blocking call), or
 a long-lived event stream (the listen stream, the legacy transport's stream,
 on their own threads).  It knows
@@ -11,23 +11,23 @@ on their own threads).  It knows
   stream that owes nothing more is left at once, and a broken one is resumed
   only while it still owes something);
 - its deadline (the request's, from the client): every connection attempt,
-  socket read and wait before a resumption ends by then (:meth:`time_left`).
+  socket read and wait before a resumption ends by then (``time_left``).
 
-An exchange ends early when it is *stopped* (:meth:`Exchange.stop`): every
+An exchange ends early when it is *stopped* (``Exchange.stop``): every
 request it carries was abandoned by the client (settled locally: timeout,
 ``Future.cancel()``), or the transport closes.  Stopping never blocks: it
 shuts down the socket of the connection the exchange is using (attached to
-it by :mod:`.connections`), so a read in progress ends at once; a wait before
+it by ``connections``), so a read in progress ends at once; a wait before
 a resumption wakes; a connection made later is shut down as it attaches; and
 nothing is sent after an ``auth`` hook returns.  A stopped exchange reports
 nothing: the client has settled its requests already.
 
-:class:`Inflight` finds the exchange of a request id for
-:meth:`~jsonrpc_threads.transports.http.HttpTransport.abandon`.
+``Inflight`` finds the exchange of a request id for
+``abandon``.
 
 Thread-safety: an exchange is read and advanced by the thread carrying it;
-:meth:`Exchange.abandon`, :meth:`Exchange.stop`, :meth:`Exchange.attach` and
-:meth:`Exchange.detach` may be called from any thread (one small lock).
+``Exchange.abandon``, ``Exchange.stop``, ``Exchange.attach`` and
+``Exchange.detach`` may be called from any thread (one small lock).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Exchange:
     Args:
         request_ids: the requests inside the POST (none for a notification,
             a response, or a long-lived stream).
-        deadline: on the :func:`time.monotonic` clock, or ``None``.
+        deadline: on the ``time.monotonic`` clock, or ``None``.
         read_timeout: the longest one socket read may wait.
         headers: the message's own headers (from the layer above), sent with
             its POST only (never with a GET that resumes its stream).
@@ -187,7 +187,7 @@ class Exchange:
             wake.set()
 
     def attach(self, connection: Any) -> None:
-        """``connection`` carries this exchange now (from :mod:`.connections`).
+        """``connection`` carries this exchange now (from ``connections``).
 
         Raises:
             ConnectionAbortedError: the exchange was stopped (the connection is shut down).
@@ -216,7 +216,7 @@ class Inflight:
         self._closed = False
 
     def add(self, exchange: Exchange) -> None:
-        """Track ``exchange``; after :meth:`stop_all` it is stopped at once."""
+        """Track ``exchange``; after ``stop_all`` it is stopped at once."""
         with self._lock:
             if not self._closed:
                 for request_id in exchange.request_ids:

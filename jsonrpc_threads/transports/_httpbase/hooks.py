@@ -5,7 +5,7 @@ for the user in a browser) and ``header_provider`` are user code that runs
 while a request is made, and Python cannot interrupt a thread.  So when a
 transport has them, a message without requests (a notification, an answer
 to the server) is posted on a thread of a small pool of its own
-(:data:`~.wire.HOOK_SEND_WORKERS` threads), and the sender waits for it no
+(``HOOK_SEND_WORKERS`` threads), and the sender waits for it no
 longer than its deadline; the DELETE that ends a session goes the same way,
 so ``close()`` stays bounded.  A hook still blocks the thread it runs on, but
 the exchange is stopped at the deadline: once the hook returns, nothing is

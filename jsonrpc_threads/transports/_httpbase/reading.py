@@ -2,13 +2,13 @@
 
 The body is read as it arrives (never waiting for a full buffer or the end
 of a chunked answer).  With an exchange that has a deadline, each socket read
-waits no longer than the time left (:meth:`~.exchange.Exchange.bound_next_read`),
+waits no longer than the time left (``bound_next_read``),
 so a server that trickles bytes (or none) frees its reader at the deadline;
 an exchange that is stopped has its socket shut down, which ends the read at once.
-SSE bodies are read as :func:`body_chunks` by :mod:`.stream`.
+SSE bodies are read as ``body_chunks`` by ``stream``.
 
 Network errors are raised as they come (the caller translates them, see
-:mod:`.errors`), except by :func:`read_excerpt`.
+``errors``), except by ``read_excerpt``.
 """
 
 from __future__ import annotations

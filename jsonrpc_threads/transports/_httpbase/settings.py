@@ -2,7 +2,7 @@
 
 ``HttpTransport(url, **keywords)`` and ``SseTransport(url, **keywords)`` keep
 their keyword signatures (the public API); each turns them into one
-:class:`HttpSettings` at once, checks them there, and hands that object to
+``HttpSettings`` at once, checks them there, and hands that object to
 everything below it.  ``transport.settings`` is that object, and
 ``SseTransport.from_settings(url, settings)`` (or ``HttpTransport.from_settings``)
 makes a transport with the same settings: what the MCP layer needs to fall

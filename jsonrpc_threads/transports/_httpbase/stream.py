@@ -1,15 +1,15 @@
 """One resumable SSE stream, for all three: a POST's answer, the listen stream, the legacy transport's stream.
 
-Theory of operation.  An :class:`SseStream` reads one logical event stream,
+Theory of operation.  An ``SseStream`` reads one logical event stream,
 on the thread that carries its exchange, across as many HTTP responses as it
 takes:
 
-- the events are decoded as they arrive (:class:`~jsonrpc_threads.framing.SseDecoder`),
+- the events are decoded as they arrive (``SseDecoder``),
   every socket read bounded by the exchange's deadline
-  (:func:`~.reading.body_chunks`); each event's ``id`` and ``retry`` are
+  (``body_chunks``); each event's ``id`` and ``retry`` are
   noted here, and the event goes to the owner (``on_event``), which delivers
   its data; an event over the size limit goes to ``on_oversized`` (which
-  raises :class:`~jsonrpc_threads.errors.MessageTooLarge` unless the owner
+  raises ``MessageTooLarge`` unless the owner
   says otherwise);
 - the stream is left as soon as its exchange owes nothing more (every
   request it carried was answered), or was stopped;
@@ -21,10 +21,10 @@ takes:
 
 How far it goes is bounded twice.  By the exchange's deadline: a delay that
 would end past it is not waited out, and no GET goes out after it.  By
-``max_resumptions``, counted as :class:`Resumption` says: in all for a
+``max_resumptions``, counted as ``Resumption`` says: in all for a
 POST's answer (a stream that delivers an event and breaks again is no fresh
 start); in a row for a long-lived stream, where a healthy stream (one that
-delivered a message, or stayed open :data:`~.wire.HEALTHY_STREAM_S`) starts
+delivered a message, or stayed open ``HEALTHY_STREAM_S``) starts
 the count afresh; and for the listen stream only GETs that fail count, since
 a server may poll by ending that stream.  A GET answered 4xx (404 to a
 session: ``SessionExpired``) or redirected is not tried again; a connection
@@ -32,7 +32,7 @@ error, a 5xx or an answer that is not an event stream is.
 
 Stopping the exchange (the client abandoned its requests, the transport
 closes) ends the stream at once: its socket is shut down, and a wait before
-a resumption wakes.  Outcomes: :meth:`SseStream.follow` returns when the
+a resumption wakes.  Outcomes: ``SseStream.follow`` returns when the
 stream is done, stopped, or no longer wanted, and raises what ended it
 otherwise (see there).
 
@@ -127,7 +127,7 @@ class SseStream:
             something); may raise to end it with that error.  By default always.
         find_response_ids: the decoder reports an oversized event once it
             ended, with the ids of the responses it held (see
-            :class:`~jsonrpc_threads.framing.SseDecoder`).
+            ``SseDecoder``).
         answered: set once a GET of the stream was answered (open or refused) or failed.
 
     Attributes:
@@ -292,7 +292,7 @@ class SseStream:
 
         Raises:
             HttpError: a 4xx answer or a redirect (not tried again).
-            TransportClosed, DeadlinePassed: as :meth:`follow`.
+            TransportClosed, DeadlinePassed: as ``follow``.
         """
         endpoint = self._endpoint
         exchange = self._exchange

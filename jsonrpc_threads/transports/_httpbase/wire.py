@@ -36,7 +36,7 @@ DELETE_TIMEOUT_S = 2.0
 CLOSE_JOIN_GRACE_S = 2.0
 #: How long a second ``close()`` waits for the first one to finish.
 CLOSE_WAIT_S = 2 * DELETE_TIMEOUT_S + 2 * CLOSE_JOIN_GRACE_S + 1.0
-#: Characters of an unexpected answer's body kept in :class:`~jsonrpc_threads.errors.HttpError`.
+#: Characters of an unexpected answer's body kept in ``HttpError``.
 BODY_EXCERPT_CHARS = 300
 #: Bytes of an error answer's body read to look for a JSON-RPC error.
 ERROR_BODY_LIMIT_BYTES = 64 * 1024

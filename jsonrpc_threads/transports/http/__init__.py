@@ -5,19 +5,19 @@ server's URL; the answer is JSON, a stream of server-sent events, or ``202
 Accepted``, and each received message goes to the client's sink as bytes.
 The transport never reads a method name.  The pieces, each one concern:
 
-- :mod:`._transport`: :class:`HttpTransport`, the contract of
-  :mod:`..base` (``send``, ``drive_call``, ``abandon``, ``close``, the
+- ``_transport``: ``HttpTransport``, the contract of
+  ``base`` (``send``, ``drive_call``, ``abandon``, ``close``, the
   session); which thread runs which exchange, and the hooks rule;
-- :mod:`._post`: one POST and its answer (JSON, SSE, 202);
-- :mod:`._listen`: the GET stream for server-initiated messages;
-- :mod:`._session`: the ``Mcp-Session-Id`` and protocol version, and the
+- ``_post``: one POST and its answer (JSON, SSE, 202);
+- ``_listen``: the GET stream for server-initiated messages;
+- ``_session``: the ``Mcp-Session-Id`` and protocol version, and the
   DELETE that ends the session;
-- :mod:`._answers`: answers the caller reads itself
-  (:meth:`HttpTransport.open_stream`: a :class:`MessageStream`).
+- ``_answers``: answers the caller reads itself
+  (``HttpTransport.open_stream``: a ``MessageStream``).
 
 How a request is made, bounded, interrupted and read, and the one resumable
-SSE stream, are shared with the legacy transport (:mod:`.._httpbase`);
-secrets are kept out of every log line by :mod:`..redact`.
+SSE stream, are shared with the legacy transport (``_httpbase``);
+secrets are kept out of every log line by ``redact``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,19 @@
 """An answer the caller reads itself: one exchange whose messages are handed over as they arrive.
 
-Theory of operation.  :meth:`~._transport.HttpTransport.open_stream` sends one
+Theory of operation.  ``open_stream`` sends one
 request (a POST of the bytes given, or a GET without them) whose answer does
-not go to the client's sink: the caller iterates over a :class:`MessageStream`
+not go to the client's sink: the caller iterates over a ``MessageStream``
 and gets each message as bytes, in arrival order.  What counts as a message is
 the transport's usual reading, and nothing more is known of it:
 
 - ``application/json``: the body is one message;
 - ``text/event-stream``: each event's data is a message, read by the one SSE
-  stream (:class:`~.._httpbase.stream.SseStream`); it is not resumed: a
+  stream (``SseStream``); it is not resumed: a
   stream that breaks ends the iteration with its cause, one the server ends
   ends the iteration;
 - ``202`` or an empty body: no message;
 - a non-2xx status, a redirect or another content type: the error
-  (:mod:`.._httpbase.errors`), raised by the iteration.
+  (``_httpbase.errors``), raised by the iteration.
 
 The exchange runs on a thread of its own (``jsonrpc-http-stream[<label>]``),
 so that user code in ``auth`` and ``header_provider`` never holds up the
@@ -22,11 +22,11 @@ waits for room (the server's writes then wait on TCP).  Everything is bounded
 by the exchange's deadline: the connection, every socket read, the reader's
 wait for room, and the caller's wait for the next message; once it passes and
 the messages read before it are taken, iterating raises
-:class:`~jsonrpc_threads.errors.RequestTimeout`.  Closing the stream (or
+``RequestTimeout``.  Closing the stream (or
 dropping it, or closing the transport) stops the exchange: its socket is shut
 down, so the thread ends at once (``close()`` joins it, bounded).
 
-Thread-safety: one thread iterates a stream; :meth:`MessageStream.close` may be
+Thread-safety: one thread iterates a stream; ``MessageStream.close`` may be
 called from any thread.
 """
 
@@ -60,7 +60,7 @@ class _Answer:
         endpoint: where the request goes.
         settings: the transport's settings (limits, read timeout).
         data: the POST's body, or ``None`` for a GET.
-        deadline: on the :func:`time.monotonic` clock, or ``None``.
+        deadline: on the ``time.monotonic`` clock, or ``None``.
         headers: the message's own headers.
         max_buffered: the most messages read and not yet taken.
         on_end: called (on the stream's thread) once the exchange is over.
@@ -256,8 +256,8 @@ def _not_resumed(cause: Optional[JsonRpcError]) -> bool:
 class MessageStream:
     """The messages of one HTTP answer, as bytes, in arrival order: an iterator.  See the module docstring.
 
-    Made by :meth:`HttpTransport.open_stream`.  One thread iterates it;
-    :meth:`close` may be called from any thread, and so may the end of a
+    Made by ``HttpTransport.open_stream``.  One thread iterates it;
+    ``close`` may be called from any thread, and so may the end of a
     ``with`` block.  Dropping it unclosed stops its exchange too.
 
     Iterating raises:
@@ -285,7 +285,7 @@ class MessageStream:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` was called."""
+        """True once ``close`` was called."""
         return self._answer.closed
 
     def close(self) -> None:
@@ -367,7 +367,7 @@ class OpenStreams:
             answer.stop(TransportClosed("HTTP transport closed"))
 
     def join(self, deadline: float) -> None:
-        """Wait (until ``deadline``) for the threads of the answers stopped by :meth:`stop_all`."""
+        """Wait (until ``deadline``) for the threads of the answers stopped by ``stop_all``."""
         with self._lock:
             threads: List[threading.Thread] = [a.thread for a in self._open.values() if a.thread is not None]
         for thread in threads:

@@ -1,7 +1,7 @@
 """The listen stream: a GET on which the server sends requests and notifications of its own.
 
 Theory of operation.  One daemon thread (``jsonrpc-http-listen[<label>]``)
-follows one :class:`~.._httpbase.stream.SseStream` (``Accept:
+follows one ``SseStream`` (``Accept:
 text/event-stream``), delivering each event's data to the sink as a POST's
 SSE answer is delivered.  However an opened stream ends, it is opened again,
 with ``Last-Event-ID`` once the server gave event ids, after the server's
@@ -11,12 +11,12 @@ at once without a message gets the delay doubled each time (up to
 ``HEALTHY_STREAM_S``, so a broken server is never hammered; only GETs that
 fail count toward the bound, ``max_resumptions`` in a row.  The stream ends
 for good on 405 (the server has none), any other 4xx, a redirect, an event
-over the size limit, :meth:`ListenStream.stop` or ``close()``.
+over the size limit, ``ListenStream.stop`` or ``close()``.
 
 Stopping never blocks: it shuts down the socket of the GET in progress, so
 the thread ends at once instead of at its next event.
 
-Thread-safety: :meth:`ListenStream.stop` may be called from any thread.
+Thread-safety: ``ListenStream.stop`` may be called from any thread.
 """
 
 from __future__ import annotations

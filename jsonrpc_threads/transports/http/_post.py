@@ -9,10 +9,10 @@ knowing what the messages mean (no method name is ever read):
   arrives; the server's requests and notifications (progress, sampling) come
   before the response, while the caller waits;
 - ``202 Accepted`` with no body: the answer to notifications and responses;
-- anything else fails the requests it carried (:mod:`.._httpbase.errors`
+- anything else fails the requests it carried (``_httpbase.errors``
   maps the status).
 
-An SSE answer is one :class:`~.._httpbase.stream.SseStream`: to know whether
+An SSE answer is one ``SseStream``: to know whether
 it broke before it delivered the responses it owes, the exchange strikes the
 ids the sink says each message answered (no answer is decoded here), and a
 stream that ends early is resumed (GET, ``Last-Event-ID``, the server's
@@ -21,7 +21,7 @@ deadline; the responses on the resumed stream settle the original futures.
 In the stateless revision nothing is resumed: the requests fail
 (``StreamLost``), to be sent again as new requests.
 
-Thread-safety: a :class:`Poster` carries any number of exchanges at once,
+Thread-safety: a ``Poster`` carries any number of exchanges at once,
 each on its own thread.
 """
 
@@ -98,8 +98,8 @@ class Poster:
         """Run an exchange without requests (a notification, a response) and raise what failed.
 
         Raises:
-            JsonRpcError: as :meth:`~jsonrpc_threads.transports.http.HttpTransport.send`
-                without request ids (:class:`DeadlinePassed` at the deadline).
+            JsonRpcError: as ``send``
+                without request ids (``DeadlinePassed`` at the deadline).
         """
         try:
             self._post(data, exchange)

@@ -5,8 +5,8 @@ request, and ``MCP-Protocol-Version`` once it is set (the MCP layer does that
 after ``initialize``).  In the stateless revision (2026-07-28, ``stateless``
 set by the MCP layer) there is no session: a ``Mcp-Session-Id`` a server
 still sends is ignored, none is ever sent, and nothing is DELETEd.  A 404 to a
-request that carried a session id means the session expired (:func:`~.._httpbase.errors.status_error` makes that
-:class:`~jsonrpc_threads.errors.SessionExpired`); :meth:`SessionState.reset`
+request that carried a session id means the session expired (``status_error`` makes that
+``SessionExpired``); ``SessionState.reset``
 forgets it, so the next request starts a new one.  ``close()`` ends a session
 with a DELETE (405: the server does not let clients end sessions; fine).
 

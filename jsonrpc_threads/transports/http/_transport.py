@@ -1,4 +1,4 @@
-"""HttpTransport: the transport contract (:mod:`..base`) over MCP Streamable HTTP.
+"""HttpTransport: the transport contract (``base``) over MCP Streamable HTTP.
 
 Where each message runs:
 
@@ -18,7 +18,7 @@ browser) and ``header_provider`` are user code that may block.  So a
 transport that has them never runs an exchange on a thread that must be free
 by a deadline: ``drive_call`` declines (the call's POST runs on the pool and
 the caller waits with its deadline), and a POST without requests runs on a
-sender thread while the caller waits with its deadline (:mod:`.._httpbase.hooks`).  A
+sender thread while the caller waits with its deadline (``_httpbase.hooks``).  A
 hook still blocks the thread it runs on, but once it returns, an exchange
 that nobody waits for any more is not sent.  The price is the pool hop:
 measured against the benchmarks' echo server on loopback, a blocking call
@@ -27,10 +27,10 @@ caller's thread.  ``requests``' own basic credentials (``HTTPBasicAuth``, a
 ``.netrc`` entry) are not hooks: they only set a header, and keep the fast path.
 
 Abandonment.  When the client settles requests itself (timeout,
-``Future.cancel()``) it calls :meth:`HttpTransport.abandon`; once every
+``Future.cancel()``) it calls ``HttpTransport.abandon``; once every
 request an exchange carries is abandoned, the exchange stops: its socket is
 shut down, so the read ends at once and the pool thread is free for the next
-request, and it is never resumed (:mod:`.._httpbase.exchange`).
+request, and it is never resumed (``_httpbase.exchange``).
 
 Thread-safety: every method may be called from any number of threads.
 """
@@ -78,16 +78,16 @@ logger = logging.getLogger(__name__)
 class HttpTransport:
     """MCP Streamable HTTP: one POST per message, JSON or SSE answers, sessions.
 
-    Thread-safe: :meth:`send`, :meth:`drive_call` and :meth:`abandon` may be
-    called from many threads at once; :meth:`close`, :meth:`reset_session`
-    and :meth:`open_listen_stream` from any thread.  Received messages are
+    Thread-safe: ``send``, ``drive_call`` and ``abandon`` may be
+    called from many threads at once; ``close``, ``reset_session``
+    and ``open_listen_stream`` from any thread.  Received messages are
     delivered to the sink from the pool's threads (``jsonrpc-http[<label>]-N``),
     the listen thread (``jsonrpc-http-listen[<label>]``), or the thread that
     runs the exchange (a blocking call's, a notification's).
 
     Deadlines: a blocking call returns by its deadline whatever the server
     does (and whatever ``auth`` and ``header_provider`` do: see the module
-    docstring), and so does :meth:`send` without request ids.  A request
+    docstring), and so does ``send`` without request ids.  A request
     that times out or is cancelled frees the thread that carried it at once.
 
     Proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), the
@@ -121,7 +121,7 @@ class HttpTransport:
         url: the endpoint.
         label: the URL without credentials or query, used in logs and thread names.
         settings: every keyword above, as one immutable
-            :class:`~jsonrpc_threads.transports.http.HttpSettings` (see :meth:`from_settings`).
+            ``HttpSettings`` (see ``from_settings``).
     """
 
     def __init__(
@@ -190,7 +190,7 @@ class HttpTransport:
     # -- Transport ------------------------------------------------------------------------
 
     def start(self, sink: MessageSink) -> None:
-        """Remember the sink.  No connection is made until the first :meth:`send`.
+        """Remember the sink.  No connection is made until the first ``send``.
 
         Raises:
             TransportClosed: when the transport was closed.
@@ -266,7 +266,7 @@ class HttpTransport:
         deadline: Optional[float],
         headers: Optional[Mapping[str, str]] = None,
     ) -> bool:
-        """The :class:`~..base.DrivesCalls` capability: run a call's POST on the calling thread.
+        """The ``DrivesCalls`` capability: run a call's POST on the calling thread.
 
         Everything received is delivered to the sink as the pool would deliver
         it (server requests and progress while the answer streams in);
@@ -274,7 +274,7 @@ class HttpTransport:
         every socket read (each also bounded by ``read_timeout``) and every
         wait before resuming a stream end by ``deadline``, and the exchange is
         then abandoned without reporting anything (the client times the call
-        out): the caller is free at its deadline.  :meth:`close` interrupts it.
+        out): the caller is free at its deadline.  ``close`` interrupts it.
 
         Returns:
             True once the exchange is over; False, having sent nothing, when
@@ -305,7 +305,7 @@ class HttpTransport:
         return True
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
-        """The :class:`~..base.AbandonsRequests` capability: the client settled these requests.
+        """The ``AbandonsRequests`` capability: the client settled these requests.
 
         An exchange all of whose unanswered requests are abandoned stops at
         once: its socket is shut down (freeing the thread that read it) and it
@@ -316,7 +316,7 @@ class HttpTransport:
     def release_in_fork(self) -> None:
         """In a process forked after the transport was made: close this process's copies of its sockets.
 
-        (:class:`~jsonrpc_threads.transports.base.SurvivesFork`.)  No DELETE
+        (``SurvivesFork``.)  No DELETE
         (the session is the parent's), no socket shutdown (it would cut the
         parent's connections), no lock taken.
         """
@@ -391,7 +391,7 @@ class HttpTransport:
         """The stateless revision (2026-07-28) of Streamable HTTP: no session, no listen stream, no resumption.
 
         Set by the MCP layer before its first request (see
-        :class:`~jsonrpc_threads.mcp.transport_roles.SessionTransport`); setting it
+        ``SessionTransport``); setting it
         forgets a session id taken before.
         """
         return self._session.stateless
@@ -404,7 +404,7 @@ class HttpTransport:
 
     @property
     def listening(self) -> bool:
-        """True while the GET stream opened by :meth:`open_listen_stream` is running."""
+        """True while the GET stream opened by ``open_listen_stream`` is running."""
         listen = self._listen
         return listen is not None and listen.alive
 
@@ -429,9 +429,9 @@ class HttpTransport:
         """Open the GET stream on which the server may send requests and notifications.
 
         Runs in its own daemon thread; messages go to the sink (see
-        :mod:`._listen` for how it reconnects).  A server without one (405) is
+        ``_listen`` for how it reconnects).  A server without one (405) is
         fine: the thread ends, logged at debug level.  Does nothing while a
-        listen stream is running; :meth:`close` and :meth:`reset_session` stop it.
+        listen stream is running; ``close`` and ``reset_session`` stop it.
 
         Args:
             wait: seconds to wait for the server's answer to the first GET (the
@@ -470,9 +470,9 @@ class HttpTransport:
     ) -> MessageStream:
         """POST ``data`` (GET without it); its answer's messages go to the caller, not the sink.
 
-        The :class:`~jsonrpc_threads.transports.http.MessageStream` returned
+        The ``MessageStream`` returned
         hands them over as they arrive (see there), everything bounded by
-        ``deadline``.  Needs no :meth:`start`; :meth:`close` ends every stream.
+        ``deadline``.  Needs no ``start``; ``close`` ends every stream.
 
         Raises:
             TransportClosed: the transport is closed.

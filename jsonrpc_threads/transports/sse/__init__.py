@@ -7,17 +7,17 @@ Accepted``); every message of the server (responses, its requests and
 notifications) comes as a ``message`` event on the stream.  The transport
 never reads a method name.  The pieces:
 
-- :mod:`._transport`: :class:`SseTransport`, the contract of :mod:`..base`
+- ``_transport``: ``SseTransport``, the contract of ``base``
   (``send``, ``close``, fork safety), the POSTs and their deadlines;
-- :mod:`._stream`: the event stream's thread: the endpoint, the messages,
+- ``_stream``: the event stream's thread: the endpoint, the messages,
   the size limit, bounded resumption, and the end of the transport.
 
-The HTTP pieces are those Streamable HTTP uses too (:mod:`.._httpbase`): the
+The HTTP pieces are those Streamable HTTP uses too (``_httpbase``): the
 settings, the endpoint and its connections (every socket read bounded,
 ``close()`` interrupting reads), the one resumable SSE stream, the one place
 where network errors become this library's exceptions; secrets are kept out
-of log lines by :mod:`..redact`, and SSE is decoded by
-:mod:`jsonrpc_threads.framing.sse`.
+of log lines by ``redact``, and SSE is decoded by
+``jsonrpc_threads.framing.sse``.
 
 Servers that speak only this transport are reached through it directly
 (``SseTransport(url)``, or ``{"type": "sse", "url": ...}`` in ``mcpServers``);

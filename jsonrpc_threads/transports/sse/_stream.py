@@ -1,18 +1,18 @@
 """The event stream of the legacy HTTP+SSE transport: one GET that carries every message of the server.
 
 Theory of operation.  One daemon thread (``jsonrpc-sse[<label>]``) follows one
-:class:`~.._httpbase.stream.SseStream` over the server's URL (``Accept:
+``SseStream`` over the server's URL (``Accept:
 text/event-stream``).  The first event the server sends is ``endpoint``: the
 URL (relative to the stream's) where the client POSTs its messages; it must
 be on the stream's origin (a server may not send the client's credentials
 elsewhere).  Every ``message`` event (or an event with no name) is one
 JSON-RPC message, handed to the client's sink as bytes; the ids of the
 responses among them (the sink says which) are struck off the requests the
-transport posted (:class:`Owed`).
+transport posted (``Owed``).
 
 An event over the size limit is dropped, and the request it answered (its id
-found as the event went by, :mod:`jsonrpc_threads.framing.response_ids`)
-fails with :class:`~jsonrpc_threads.errors.MessageTooLarge`; the stream goes
+found as the event went by, ``jsonrpc_threads.framing.response_ids``)
+fails with ``MessageTooLarge``; the stream goes
 on.  A stream that breaks or ends is resumed with ``Last-Event-ID`` when the
 server gave event ids, after its ``retry`` delay (doubled each time), at most
 ``max_reconnects`` times in a row (a healthy stream starts the count afresh);
@@ -24,7 +24,7 @@ transport closed.
 
 Stopping never blocks: it shuts down the socket of the GET in progress.
 
-Thread-safety: :meth:`EventStream.stop` and :meth:`EventStream.wait_endpoint`
+Thread-safety: ``EventStream.stop`` and ``EventStream.wait_endpoint``
 may be called from any thread.
 """
 

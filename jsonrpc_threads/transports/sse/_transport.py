@@ -1,9 +1,9 @@
-"""SseTransport: the transport contract (:mod:`..base`) over the legacy HTTP+SSE transport of MCP 2024-11-05.
+"""SseTransport: the transport contract (``base``) over the legacy HTTP+SSE transport of MCP 2024-11-05.
 
 Where each message runs:
 
-- the event stream (a GET) runs on its own thread from :meth:`SseTransport.start`
-  on (:mod:`._stream`): it learns the POST URL from the ``endpoint`` event and
+- the event stream (a GET) runs on its own thread from ``SseTransport.start``
+  on (``_stream``): it learns the POST URL from the ``endpoint`` event and
   delivers every message the server sends, responses included;
 - a message with requests (``send`` with ids) is POSTed on the pool
   (``jsonrpc-sse-post[<label>]-N``), after waiting (until the requests'
@@ -14,7 +14,7 @@ Where each message runs:
   (202), never past its deadline.
 
 Hooks (``auth``, ``header_provider``) run while a request is made, as in
-:class:`~jsonrpc_threads.transports.http.HttpTransport`: the GET on the
+``HttpTransport``: the GET on the
 stream's thread, request POSTs on the pool; a notification's POST on a
 sender thread (``jsonrpc-sse-send[<label>]-N``) while the caller waits with
 its deadline.
@@ -66,14 +66,14 @@ ENDPOINT_WAIT_S = 30.0
 class SseTransport:
     """The HTTP+SSE transport of MCP 2024-11-05: one GET event stream, and a POST per message.
 
-    Thread-safe: :meth:`send` may be called from many threads at once,
-    :meth:`close` from any thread, any number of times.  Received messages
+    Thread-safe: ``send`` may be called from many threads at once,
+    ``close`` from any thread, any number of times.  Received messages
     are delivered to the sink from the stream's thread (``jsonrpc-sse[<label>]``).
 
-    Deadlines: :meth:`send` without request ids returns by its deadline
+    Deadlines: ``send`` without request ids returns by its deadline
     whatever the server (and the hooks) do; a request waits for the endpoint
     event and its POST no longer than its own deadline (the client times it
-    out then).  :meth:`close` is bounded.
+    out then).  ``close`` is bounded.
 
     Args:
         url: the server's SSE endpoint (``http://`` or ``https://``), e.g.
@@ -98,8 +98,8 @@ class SseTransport:
         url: the stream's URL.
         label: the URL without credentials or query, for logs and thread names.
         settings: every keyword above, as one immutable
-            :class:`~jsonrpc_threads.transports.http.HttpSettings` (``max_reconnects``
-            is its ``max_resumptions``; see :meth:`from_settings`).
+            ``HttpSettings`` (``max_reconnects``
+            is its ``max_resumptions``; see ``from_settings``).
         revision: ``"2024-11-05"``, the MCP revision that defines this transport
             (the MCP layer reads it as a ``RevisionBound`` transport: MCP over
             it is the ``initialize`` handshake of the session era).
@@ -231,7 +231,7 @@ class SseTransport:
     def release_in_fork(self) -> None:
         """In a process forked after the transport was made: close this process's copies of its sockets.
 
-        (:class:`~jsonrpc_threads.transports.base.SurvivesFork`.)  No socket is
+        (``SurvivesFork``.)  No socket is
         shut down (that would cut the parent's stream), no lock is taken.
         """
         self._closed = True

@@ -1,25 +1,25 @@
 """Run a JSON-RPC peer as a child process and talk to it over stdin and stdout.
 
 Theory of operation.  The child is spawned when the transport is built
-(:mod:`._spawn`), so a command that cannot run fails at once.  Its three
+(``_spawn``), so a command that cannot run fails at once.  Its three
 standard streams are pipes, each served by one piece:
 
-- stdin (:mod:`._writer`): messages go out in call order, each whole, and a
+- stdin (``_writer``): messages go out in call order, each whole, and a
   sender never blocks on a child that stopped reading;
-- stdout (:mod:`._reader`): decoded by the framing (one JSON text per line by
+- stdout (``_reader``): decoded by the framing (one JSON text per line by
   default, or ``Content-Length`` headers for language servers) and delivered
   to the sink by the reader thread, or by a caller reading its own answer;
-- stderr (:mod:`._stderr`): drained from the start into the module logger and
+- stderr (``_stderr``): drained from the start into the module logger and
   a bounded tail, so a child that floods stderr never blocks on a full pipe.
 
 At end of stream the reader waits briefly for the child to exit and for the
-stderr drain to catch up, so the :class:`TransportClosed` it reports carries
+stderr drain to catch up, so the ``TransportClosed`` it reports carries
 the exit code and the child's last words.  The child's exit is watched too
-(:mod:`._exit_watch`): a child that exits while a process it started still
-holds stdout ends the stream anyway.  :meth:`StdioTransport.close` reclaims
-the whole process tree (:mod:`._reclaim`): close stdin, wait, terminate every
+(``_exit_watch``): a child that exits while a process it started still
+holds stdout ends the stream anyway.  ``StdioTransport.close`` reclaims
+the whole process tree (``_reclaim``): close stdin, wait, terminate every
 process of the tree, wait, kill what is left, reap; every wait bounded by a
-named constant.  :mod:`._child` ties the pieces together and holds the
+named constant.  ``_child`` ties the pieces together and holds the
 finalizer and the ``atexit`` hook.
 """
 
@@ -87,25 +87,25 @@ def _strong_ref(sink: MessageSink) -> SinkRef:
 class StdioTransport(Closing):
     """A child process speaking JSON-RPC on its stdin and stdout.
 
-    The child is started here, so :attr:`pid` is known at once and a command
-    that cannot run fails here.  Messages flow once :meth:`start` was called
-    (by the client).  Close it with :meth:`close` or a ``with`` block; one
+    The child is started here, so ``pid`` is known at once and a command
+    that cannot run fails here.  Messages flow once ``start`` was called
+    (by the client).  Close it with ``close`` or a ``with`` block; one
     that is garbage-collected unclosed is reclaimed with a
-    :class:`ResourceWarning`, and those still open at interpreter exit are
-    closed by an ``atexit`` hook (graces of :data:`ATEXIT_STDIN_GRACE_S` and
-    :data:`ATEXIT_TERMINATE_GRACE_S`, and no sink call).
+    ``ResourceWarning``, and those still open at interpreter exit are
+    closed by an ``atexit`` hook (graces of ``ATEXIT_STDIN_GRACE_S`` and
+    ``ATEXIT_TERMINATE_GRACE_S``, and no sink call).
 
-    Thread-safe: :meth:`send` may be called from any number of threads (each
+    Thread-safe: ``send`` may be called from any number of threads (each
     message goes out whole, in call order, and no sender blocks on a child
-    that does not read); :meth:`close`, :meth:`stderr_tail`, :attr:`returncode`
+    that does not read); ``close``, ``stderr_tail``, ``returncode``
     from any thread at any time, including from inside a sink callback.
 
     The environment of the child is, by default, only the parent's variables
-    named in :data:`DEFAULT_ENV_ALLOWLIST`, updated with ``env``; with
+    named in ``DEFAULT_ENV_ALLOWLIST``, updated with ``env``; with
     ``inherit_env=True`` it starts from the whole parent environment instead.
 
     Args:
-        command: the argv list; a ``str`` is split with :func:`shlex.split`
+        command: the argv list; a ``str`` is split with ``shlex.split``
             (POSIX rules) and is never run through a shell.
         env: variables to set in the child (a value of ``None`` removes that
             variable).
@@ -115,12 +115,12 @@ class StdioTransport(Closing):
         max_line_bytes: the largest message accepted from the child (a line,
             newline excluded, or a ``Content-Length`` body).  A longer one is
             discarded with an error logged; when it is a response, its request
-            fails with :class:`~jsonrpc_threads.errors.MessageTooLarge`.
+            fails with ``MessageTooLarge``.
         framing: ``"lines"`` (one JSON text per line: MCP servers, most
             JSON-RPC tools) or ``"content-length"`` (headers and a body:
             language servers).
         stderr_tail_bytes: how much of the end of the child's stderr to keep
-            for :meth:`stderr_tail` and for :class:`TransportClosed` errors.
+            for ``stderr_tail`` and for ``TransportClosed`` errors.
         label: a short name for logs; derived from ``command`` by default.
         stderr_log_level: the level at which each stderr line is logged on
             this module's logger.
@@ -236,12 +236,12 @@ class StdioTransport(Closing):
     ) -> None:
         """Write one encoded message (or batch) to the child's stdin, framed.
 
-        ``headers`` (per-message metadata, see :mod:`..base`) are ignored: a
+        ``headers`` (per-message metadata, see ``base``) are ignored: a
         pipe has nowhere to carry them.
 
         Returns at once: the message is written now, or queued behind earlier
         ones and written by the writer thread as the child reads, in order.
-        Only when :data:`~._writer.MAX_BACKLOG_BYTES` are already waiting does
+        Only when ``MAX_BACKLOG_BYTES`` are already waiting does
         it wait for room, until ``deadline``; past it the child is taken for
         dead and the transport ends.
 
@@ -269,10 +269,10 @@ class StdioTransport(Closing):
     ) -> bool:
         """Send one request and read stdout on the calling thread until ``done()`` or ``deadline``.
 
-        The fast path of a blocking call (:class:`~.base.DrivesCalls`, and
-        :mod:`._fast_path`): the thread that waits for an answer reads it
+        The fast path of a blocking call (``DrivesCalls``, and
+        ``_fast_path``): the thread that waits for an answer reads it
         itself, which saves the hand-off from the reader thread.  Only one thread reads at a time: when
-        another one is reading, the request is sent as :meth:`send` sends it
+        another one is reading, the request is sent as ``send`` sends it
         and this returns at once, for the caller to wait for its answer as
         usual.  Everything read here is delivered to the sink as the reader
         thread would deliver it, in order.  Returns True once the request was
@@ -280,7 +280,7 @@ class StdioTransport(Closing):
 
         Raises:
             TransportClosed: when the transport is closed or the write failed.
-            ValueError: as :meth:`send`.
+            ValueError: as ``send``.
         """
         frame = self._encode(data)
         child = self._child
@@ -298,7 +298,7 @@ class StdioTransport(Closing):
         return True
 
     def timeout_hint(self) -> str:
-        """What may explain a request timing out (:class:`~.base.ExplainsTimeouts`).
+        """What may explain a request timing out (``ExplainsTimeouts``).
 
         A line-framed stream that carried ``Content-Length:`` headers, or a
         line-framed child that is running and has written nothing at all (both
@@ -332,8 +332,8 @@ class StdioTransport(Closing):
     def release_in_fork(self) -> None:
         """In a process forked after the child started: close this process's copies of the pipes, nothing else.
 
-        (:class:`~.base.SurvivesFork`.)  The child is the parent's: it is not
-        signalled, and its stdin sees no end of file.  :meth:`close` does the
+        (``SurvivesFork``.)  The child is the parent's: it is not
+        signalled, and its stdin sees no end of file.  ``close`` does the
         same in a forked process.
         """
         self._finalizer.detach()
@@ -343,11 +343,11 @@ class StdioTransport(Closing):
         """Reclaim the child and its whole process tree; bounded in time.
 
         Lets what is queued for stdin go out, closes stdin and waits up to
-        :data:`STDIN_CLOSE_GRACE_S` (together; ``stdin_grace`` shortens it, for
+        ``STDIN_CLOSE_GRACE_S`` (together; ``stdin_grace`` shortens it, for
         a child already told to exit) for the child to exit; then
         terminates every process of its tree (collected before any signal) and
-        waits up to :data:`TERMINATE_GRACE_S`; then kills what is left and
-        waits up to :data:`KILL_GRACE_S`.  Then joins the threads and closes
+        waits up to ``TERMINATE_GRACE_S``; then kills what is left and
+        waits up to ``KILL_GRACE_S``.  Then joins the threads and closes
         the pipes, and calls ``sink.transport_closed`` if that was not done yet.
         In a process forked after the child started, nothing is signalled:
         the child is not this process's to reclaim.
@@ -357,7 +357,7 @@ class StdioTransport(Closing):
         its own thread).
 
         Raises:
-            ValueError: a ``stdin_grace`` that is not from 0 to :data:`STDIN_CLOSE_GRACE_S`.
+            ValueError: a ``stdin_grace`` that is not from 0 to ``STDIN_CLOSE_GRACE_S``.
         """
         grace = stdin_grace_within(stdin_grace)
         self._finalizer.detach()

@@ -1,10 +1,10 @@
 """One child process and the pieces that serve it, from start to reclaim.
 
-A :class:`Child` holds the ``Popen``, the stdin writer, the stdout reader, the
+A ``Child`` holds the ``Popen``, the stdin writer, the stdout reader, the
 stderr drain and the exit watch, and knows how to end them all in order.  It
-never refers to the :class:`~jsonrpc_threads.transports.stdio.StdioTransport`
+never refers to the ``StdioTransport``
 that owns it, so a transport dropped without ``close()`` can be garbage
-collected: its finalizer reaps the child (with a :class:`ResourceWarning`).
+collected: its finalizer reaps the child (with a ``ResourceWarning``).
 The sink is held weakly here and strongly by the transport, so it lives
 exactly as long as the transport does.  At interpreter exit, children still
 open are closed quickly by an ``atexit`` hook, without calling sinks.
@@ -172,7 +172,7 @@ class Child:
         """The error of a failed write (a broken pipe), once the child's exit code is known.
 
         The child is exiting: its exit code and last words are worth a short
-        wait (:data:`WRITE_FAILURE_EXIT_WAIT_S`, then the stderr drain).
+        wait (``WRITE_FAILURE_EXIT_WAIT_S``, then the stderr drain).
         """
         if owned(self) and not self.closing:
             try:

@@ -6,7 +6,7 @@ the stream anyway.  On Linux it is a pidfd (safe from pid reuse: the child is
 ours and not reaped yet); elsewhere, or where a sandbox forbids pidfds, a
 thread blocked in ``wait()`` writes to a self-pipe once the child is reaped.
 
-Each user polls a duplicate of its own (:meth:`ExitWatch.open_fd`) and closes
+Each user polls a duplicate of its own (``ExitWatch.open_fd``) and closes
 it when done, so no thread ever closes a descriptor another one polls.
 """
 

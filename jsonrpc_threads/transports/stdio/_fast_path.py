@@ -1,24 +1,24 @@
 """The stdio fast path: a ``call()`` reads its own answer; the writing held for a chunk, and paced for pipelining.
 
-Theory of operation.  In the plain design (:mod:`._reader`) the reader thread
+Theory of operation.  In the plain design (``_reader``) the reader thread
 reads every answer and the client hands it to the caller: two kernel wake-ups
 a round trip (the child wakes the reader thread, the reader thread wakes the
-caller).  This strategy, a :class:`~._reader.ReadGate`, saves the second:
+caller).  This strategy, a ``ReadGate``, saves the second:
 
 - The read baton (``_owner``): the reader thread, or one caller, reads stdout
   at a time.  A caller blocked in ``call()`` whose request is the only one
-  pending takes the baton (:meth:`CallerReads.drive`), writes its request and
+  pending takes the baton (``CallerReads.drive``), writes its request and
   reads until its own answer is in, delivering everything it reads exactly as
   the reader thread would.  When the baton is taken the caller sends as usual
   and waits for its answer; it waits for the baton only while the reader
   thread delivers a single message, which gives it back at once.
 - The reader thread steps aside while a caller holds the baton (a poke wakes
-  it out of ``poll()``), looks again every :data:`READER_PARK_S`, and takes up
+  it out of ``poll()``), looks again every ``READER_PARK_S``, and takes up
   watching stdout once nobody reads and a request is pending, or the stream was
   left alone that long, or the transport is closing.  So calls back to back
   never wake it, and a message nobody waits for sits in the pipe at most that long.
 - A read that brings several answers is delivered with the writing held
-  (:meth:`StdinWriter.hold <._writer.StdinWriter.hold>`): the callers it wakes
+  (``StdinWriter.hold``): the callers it wakes
   queue their next requests, written together once the chunk is delivered, so
   many callers make one write and one wake-up of the child.  On a process
   confined to one CPU the deliverer yields the CPU once, before that write, so
@@ -26,8 +26,8 @@ caller).  This strategy, a :class:`~._reader.ReadGate`, saves the second:
 
 - A thread that writes twice in a row, nobody else writing in between, may be
   pipelining (``request()`` after ``request()``): only then is the child asked
-  how much it has not read yet (``FIONREAD``, :class:`PipelinedWrites`).  From
-  :data:`CAUGHT_UP_BYTES` on, a new frame would only wait in the pipe behind
+  how much it has not read yet (``FIONREAD``, ``PipelinedWrites``).  From
+  ``CAUGHT_UP_BYTES`` on, a new frame would only wait in the pipe behind
   the others, so it is queued for the writer thread instead, which writes it
   with those that follow in one system call, and the child reads them with one
   wake-up.  A caller that reads its own answer next is never held back so.
@@ -98,7 +98,7 @@ def _confined_to_one_cpu() -> bool:
 
 
 class PipelinedWrites:
-    """The writer's pace (:attr:`StdinWriter.pace <._writer.StdinWriter.pace>`): see the module docstring.
+    """The writer's pace (``StdinWriter.pace``): see the module docstring.
 
     Called with no lock held; the answer is advice only, so a race between
     two threads costs nothing but a write that could have been batched.

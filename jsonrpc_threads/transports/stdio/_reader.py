@@ -1,22 +1,22 @@
 """Reading the child's stdout: decoded into messages and delivered in order by the reader thread.
 
 Theory of operation.  stdout is non-blocking; the reader thread polls it, with
-the child's exit (:mod:`._exit_watch`) and a self-pipe that wakes it for
+the child's exit (``_exit_watch``) and a self-pipe that wakes it for
 ``close()``.  Whatever a read brings goes through the framing decoder
-(:mod:`jsonrpc_threads.framing`), and the complete messages go to the sink in
+(``jsonrpc_threads.framing``), and the complete messages go to the sink in
 the order they arrived: several that one read brought in one call where the
 sink takes chunks (the client does: it hands them to its protocol core under
 one round trip of its lock), else one at a time.  No user code runs here: the
 sink only decides and queues work.
 
-Who reads, and when, is a :class:`ReadGate`'s to say.  This module's own is the
+Who reads, and when, is a ``ReadGate``'s to say.  This module's own is the
 plain design: the reader thread watches stdout all the time and reads whatever
-comes.  The stdio fast path (:mod:`._fast_path`) is another gate, under which
+comes.  The stdio fast path (``_fast_path``) is another gate, under which
 a caller blocked in ``call()`` may read its own answer while the reader thread
 steps aside; the reader only asks its gate, and knows nothing of the strategy.
 
 Exit.  Once the child exited, what stdout already holds is read (bounded by
-:data:`EXIT_AFTER_EOF_WAIT_S`) and the stream ends, even when a process the
+``EXIT_AFTER_EOF_WAIT_S``) and the stream ends, even when a process the
 child started still holds stdout open.  At the end the reader reports the
 reason (``on_end``); a transport that is closing reports itself.
 """
@@ -65,9 +65,9 @@ Deliver = Callable[[List["Frame"]], None]
 class ReadGate:
     """Who may read stdout, and when: the plain design, where only the reader thread reads, always.
 
-    A strategy overrides these (:mod:`._fast_path`).  Called by the reader
-    thread (``reader_*``), by whoever delivers a read (:meth:`deliver`), and
-    by the transport (:meth:`drive`, :meth:`ensure_reading`, :meth:`begin_close`).
+    A strategy overrides these (``_fast_path``).  Called by the reader
+    thread (``reader_*``), by whoever delivers a read (``deliver``), and
+    by the transport (``drive``, ``ensure_reading``, ``begin_close``).
     """
 
     def reader_wait_ms(self, closing: bool) -> Optional[int]:
@@ -79,7 +79,7 @@ class ReadGate:
         return True
 
     def reader_leave(self) -> None:
-        """The reader thread is done reading (after :meth:`reader_enter` said yes)."""
+        """The reader thread is done reading (after ``reader_enter`` said yes)."""
 
     def deliver(self, deliver: Deliver, frames: List[Frame]) -> None:
         """Hand the frames one read brought to the sink (``deliver(frames)``)."""
@@ -347,7 +347,7 @@ class StdoutReader:
         """Hand decoded frames to the sink, in order (an interrupted caller leaves the rest queued).
 
         A run of several messages goes to the sink in one call where it takes
-        chunks (:class:`~jsonrpc_threads.transports.base.TakesChunks`); what a
+        chunks (``TakesChunks``); what a
         failing sink left in the backlog is then delivered one by one.
         """
         backlog = self._undelivered

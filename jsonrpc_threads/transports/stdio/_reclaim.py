@@ -1,11 +1,11 @@
 """Reclaiming a child and its whole process tree, every wait bounded.
 
-The escalation of ``close()``: close stdin and wait (:data:`STDIN_CLOSE_GRACE_S`,
+The escalation of ``close()``: close stdin and wait (``STDIN_CLOSE_GRACE_S``,
 or a shorter grace the caller asks for: a language server told ``exit`` has
 had its chance to go);
 terminate every process of the tree, collected before anything is signalled,
-and wait (:data:`TERMINATE_GRACE_S`); kill what is left and wait
-(:data:`KILL_GRACE_S`); reap.  The tree is the child's descendants, what is
+and wait (``TERMINATE_GRACE_S``); kill what is left and wait
+(``KILL_GRACE_S``); reap.  The tree is the child's descendants, what is
 left in its process group, and (on Linux) every process that holds one of its
 pipes, found in ``/proc/*/fd``: a grandchild in its own session is found even
 after the child died.
@@ -18,8 +18,8 @@ The common case costs almost nothing: a child that has no descendants (read
 from ``/proc/<pid>/task/*/children`` on Linux, before stdin is closed), exits
 on its own once stdin is closed, leaves both its output pipes at end of file
 (nobody else holds them) and leaves its process group empty has nothing left
-to reclaim, and :mod:`psutil` is not even imported.  Anything else takes the
-full escalation above.  :mod:`psutil` is imported here, when it is needed, not
+to reclaim, and ``psutil`` is not even imported.  Anything else takes the
+full escalation above.  ``psutil`` is imported here, when it is needed, not
 when the library is imported.
 """
 
@@ -76,13 +76,13 @@ class Reclaimable(Protocol):
 
 
 def stdin_grace_within(grace: Optional[float]) -> float:
-    """The grace after stdin is closed that ``close(stdin_grace=...)`` asked for (default :data:`STDIN_CLOSE_GRACE_S`).
+    """The grace after stdin is closed that ``close(stdin_grace=...)`` asked for (default ``STDIN_CLOSE_GRACE_S``).
 
     Only a shorter one may be asked for (a child already told to exit, say), so
     that every close stays within its documented bound.
 
     Raises:
-        ValueError: for a grace that is not from 0 to :data:`STDIN_CLOSE_GRACE_S`.
+        ValueError: for a grace that is not from 0 to ``STDIN_CLOSE_GRACE_S``.
         TypeError: for a grace that is not a number.
     """
     if grace is None:

@@ -1,9 +1,9 @@
 """Starting the child: its argv, its environment, and the Popen call.
 
 The child's environment is, by default, only the parent's variables named in
-:data:`DEFAULT_ENV_ALLOWLIST`, updated with the caller's ``env``; secrets such
+``DEFAULT_ENV_ALLOWLIST``, updated with the caller's ``env``; secrets such
 as API keys stay behind unless passed on purpose.  A ``str`` command is split
-with :func:`shlex.split` (POSIX rules) and never run through a shell.  On
+with ``shlex.split`` (POSIX rules) and never run through a shell.  On
 POSIX the child starts in a new session (its own process group), so a Ctrl-C
 in the terminal reaches only the parent, which then closes its children in
 order, and what the child leaves in its group is still found at ``close()``.

@@ -3,14 +3,14 @@
 A child that floods stderr must never block on a full pipe, so one thread
 reads it from the moment the child starts.  Each line goes to the module
 logger (at the transport's ``stderr_log_level``) and the last part of the
-stream is kept (:meth:`StderrDrain.tail`) for error messages: a
-:class:`~jsonrpc_threads.errors.TransportClosed` carries the child's last words.
+stream is kept (``StderrDrain.tail``) for error messages: a
+``TransportClosed`` carries the child's last words.
 
 Once the child exited, what stderr held at that moment is read at once
-(bounded by :data:`STDERR_DRAIN_WAIT_S`) and :attr:`StderrDrain.caught_up` is
+(bounded by ``STDERR_DRAIN_WAIT_S``) and ``StderrDrain.caught_up`` is
 set, so the end-of-stream report can wait for it; a process the child
 started may hold stderr open longer, and what it writes is still logged,
-until ``close()`` has reclaimed what it could (:meth:`StderrDrain.stop_when_quiet`).
+until ``close()`` has reclaimed what it could (``StderrDrain.stop_when_quiet``).
 """
 
 from __future__ import annotations

@@ -14,22 +14,22 @@ the child reads:
   writes the queue in order, waiting in ``poll()`` while the pipe is full.
   Signals never interrupt that thread, so a large frame is always written
   whole (or the pipe breaks);
-- or, while it is held (:meth:`StdinWriter.hold`: the stdio fast path,
-  :mod:`._fast_path`, holds it while it delivers a chunk of answers), it is
-  queued, and :meth:`StdinWriter.release_hold` writes what was queued in one
+- or, while it is held (``StdinWriter.hold``: the stdio fast path,
+  ``_fast_path``, holds it while it delivers a chunk of answers), it is
+  queued, and ``StdinWriter.release_hold`` writes what was queued in one
   ``write()``.  More than ``PIPE_BUF`` bytes go to the writer thread instead,
   and an interrupted write fails the requests it carried (they are never
   written twice).
 
-So :meth:`StdinWriter.write` returns at once even when the child has stopped
+So ``StdinWriter.write`` returns at once even when the child has stopped
 reading: a request's caller waits for its answer within its own deadline, not
-for the pipe.  The queue is bounded (:data:`MAX_BACKLOG_BYTES`): a sender that
+for the pipe.  The queue is bounded (``MAX_BACKLOG_BYTES``): a sender that
 finds it full waits for room until its deadline, and then the child is taken
 for dead (it has not read its stdin for that long) and writing ends.  Frames
 of requests the client gave up on are dropped while still queued
-(:meth:`StdinWriter.abandon`).  A failed write (broken pipe) fails the
+(``StdinWriter.abandon``).  A failed write (broken pipe) fails the
 requests it carried, and those queued, through ``fail_requests``; every later
-write raises.  :meth:`StdinWriter.close_stdin` first lets the queue drain
+write raises.  ``StdinWriter.close_stdin`` first lets the queue drain
 (bounded), so a last notification (an LSP ``exit``) still reaches the child.
 
 Thread-safety: every method may be called from any thread.
@@ -155,7 +155,7 @@ class StdinWriter:
         """Put ``frame`` on the wire after everything written before it; never blocks on the pipe.
 
         ``may_queue``: False when the caller reads the answer itself next: it
-        is never queued only to go out with later frames (see :attr:`pace`).
+        is never queued only to go out with later frames (see ``pace``).
 
         Raises:
             TransportClosed: stdin is closed or broken, or the queue stayed
@@ -190,7 +190,7 @@ class StdinWriter:
             self._write_direct(frame, request_ids)
 
     def hold(self) -> bool:
-        """Queue every frame written from now on, for :meth:`release_hold` to write in one go.
+        """Queue every frame written from now on, for ``release_hold`` to write in one go.
 
         Taken by whoever delivers a chunk of answers from stdout, while the
         callers it wakes write their next requests.  Returns False (nothing
@@ -204,7 +204,7 @@ class StdinWriter:
             return True
 
     def release_hold(self) -> None:
-        """Write what was queued since :meth:`hold`: in one atomic write, or by the writer thread.
+        """Write what was queued since ``hold``: in one atomic write, or by the writer thread.
 
         Never raises: when the write fails, the requests it carried are failed
         through ``fail_requests`` (and every later write raises).
@@ -257,7 +257,7 @@ class StdinWriter:
         """Let the queue drain (for up to ``timeout``), then close stdin.
 
         Frames not written by then are dropped, their requests failed; the
-        writer thread then gets :data:`WRITER_RELEASE_WAIT_S` to let go.
+        writer thread then gets ``WRITER_RELEASE_WAIT_S`` to let go.
         Returns False when a write still held stdin at the end (left open then).
         Idempotent.
         """
@@ -297,7 +297,7 @@ class StdinWriter:
         return free
 
     def join(self, timeout: float) -> None:
-        """Wait (bounded) for the writer thread to end (after :meth:`close_stdin`)."""
+        """Wait (bounded) for the writer thread to end (after ``close_stdin``)."""
         thread = self._thread
         if thread is not None and thread is not threading.current_thread() and thread.ident is not None:
             thread.join(timeout)
