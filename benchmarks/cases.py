@@ -39,8 +39,8 @@ from typing import Any, Awaitable, Callable, Dict, List, Sequence, Tuple, Union,
 import requests
 
 from jsonrpc_threads import JsonRpcClient, StdioTransport
-from jsonrpc_threads._scheduler import default_scheduler
 from jsonrpc_threads.mcp import McpClient
+from jsonrpc_threads.runtime.scheduler import default_scheduler
 from jsonrpc_threads.transports.http import HttpTransport
 
 ROOT = Path(__file__).resolve().parent.parent

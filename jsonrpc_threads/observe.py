@@ -37,7 +37,7 @@ import threading
 import time
 
 from ._logs import get_logger
-from ._workers import PoolClosed, SerialLane
+from .runtime.workers import PoolClosed, SerialLane
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

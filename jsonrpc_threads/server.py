@@ -63,9 +63,7 @@ import os
 import sys
 import threading
 
-from ._dispatch import answer_request, run_notification
 from ._logs import LazyLogger
-from ._workers import WorkerPool
 from .errors import InvalidRequest, ParseError
 from .messages import (
     ErrorResponse,
@@ -79,6 +77,8 @@ from .messages import (
     parse_message,
     split_batch,
 )
+from .runtime.dispatch import answer_request, run_notification
+from .runtime.workers import WorkerPool
 
 TYPE_CHECKING = False  # typing and logging are not imported at run time: a tool server starts faster
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Theory of operation.  ``JsonRpcApp`` is the HTTP twin of
 ``jsonrpc_threads.server.serve``: the same handler, the same policy for
-what a handler returns or raises (``jsonrpc_threads._dispatch``: a result
+what a handler returns or raises (``jsonrpc_threads.runtime.dispatch``: a result
 becomes a response, a ``JsonRpcError`` that
 error, anything else ``-32603`` with the exception's class name, the
 traceback logged, never sent), the same envelopes
@@ -61,10 +61,10 @@ import contextvars
 import functools
 
 from . import server as _server
-from ._dispatch import answer_request, run_notification
 from ._logs import get_logger
 from .errors import InvalidRequest, JsonRpcError, ParseError
 from .messages import ErrorResponse, Notification, Request, Response, decode, encode, error_message, parse_message
+from .runtime.dispatch import answer_request, run_notification
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Ty
 import psutil
 import pytest
 
-from jsonrpc_threads._scheduler import Scheduler
+from jsonrpc_threads.runtime.scheduler import Scheduler
 
 TESTS_DIR = Path(__file__).resolve().parent
 PEERS_DIR = TESTS_DIR / "peers"

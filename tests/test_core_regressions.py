@@ -30,8 +30,8 @@ from jsonrpc_threads import (
     StdioTransport,
     TransportClosed,
 )
-from jsonrpc_threads._scheduler import Scheduler, default_scheduler
 from jsonrpc_threads.observe import trace_wire
+from jsonrpc_threads.runtime.scheduler import Scheduler, default_scheduler
 
 from .conftest import peer_command
 from .helpers import scripted

@@ -9,8 +9,8 @@ from typing import Any, List, Tuple
 import pytest
 
 from jsonrpc_threads import JsonRpcClient, RequestTimeout, TransportClosed
-from jsonrpc_threads._scheduler import Scheduler
 from jsonrpc_threads.core.protocol import COMPACT_MIN_ENTRIES
+from jsonrpc_threads.runtime.scheduler import Scheduler
 
 from .helpers import scripted
 

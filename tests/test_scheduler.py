@@ -7,7 +7,7 @@ from typing import List
 
 import pytest
 
-from jsonrpc_threads._scheduler import Scheduler, default_scheduler
+from jsonrpc_threads.runtime.scheduler import Scheduler, default_scheduler
 
 WAIT_S = 5.0
 

@@ -5,7 +5,7 @@ from typing import Iterator, List
 
 import pytest
 
-from jsonrpc_threads._workers import PoolClosed, SerialLane, WorkerPool, waiting_for_answer
+from jsonrpc_threads.runtime.workers import PoolClosed, SerialLane, WorkerPool, waiting_for_answer
 
 WAIT_S = 5.0
 

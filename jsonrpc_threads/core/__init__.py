@@ -9,6 +9,6 @@
 
 Imports point one way: ``events`` <- ``protocol`` <- ``shell`` <- ``futures``
 <- ``client``.  Below them: the message envelopes (``jsonrpc_threads.messages``),
-the timer thread (``jsonrpc_threads._scheduler``) and the worker pools
-(``jsonrpc_threads._workers``), which know nothing of requests.
+the timer thread (``jsonrpc_threads.runtime.scheduler``) and the worker pools
+(``jsonrpc_threads.runtime.workers``), which know nothing of requests.
 """

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Opt
 from .. import _fork, messages
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, Timeout, UseDefault, check_timeout
-from .._scheduler import Scheduler, default_scheduler
-from .._workers import CallWaiter
 from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from ..errors import JsonRpcError, RequestId, TransportClosed
+from ..runtime.scheduler import Scheduler, default_scheduler
+from ..runtime.workers import CallWaiter
 from ..transports.base import Transport, describe
 from .protocol import Connection
 from .shell import NotificationHandler, RequestHandler, Shell

@@ -39,8 +39,8 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, List, Optional
 
 from .._logs import get_logger
-from .._workers import collected_callbacks, current_worker, waiting_for_answer
 from ..errors import RequestId, RequestTimeout
+from ..runtime.workers import collected_callbacks, current_worker, waiting_for_answer
 
 logger = get_logger("jsonrpc_threads.core.futures")
 

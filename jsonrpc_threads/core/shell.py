@@ -9,10 +9,10 @@ it: it settles futures and waiters, hands user code to workers, writes
 through the transport, and logs.
 
 - Deadlines: the core keeps them; the shell keeps one timer on the process's
-  timer thread (``jsonrpc_threads._scheduler``), at the earliest of them,
+  timer thread (``jsonrpc_threads.runtime.scheduler``), at the earliest of them,
   and when it fires ends everything that is due in one call
   (``Connection.expire``), then sets it again.
-- User code runs on workers only (``jsonrpc_threads._workers``), never on a
+- User code runs on workers only (``jsonrpc_threads.runtime.workers``), never on a
   reader thread, the timer thread or under the lock: the peer's requests on the
   handler pool, its notifications one at a time on the notification lane (each
   reported done to the core, which then releases the answers that waited for
@@ -35,12 +35,20 @@ import time
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import messages
-from .._dispatch import answer_request, run_notification
 from .._logs import get_logger
-from .._scheduler import Scheduler, TimerHandle
-from .._workers import CallWaiter, DrainQueue, PoolClosed, SerialLane, WorkerPool, current_worker, library_settling
 from ..cancellation import CancellationBuilder
 from ..errors import JsonRpcError, MethodNotFound, RequestId, RequestTimeout, TransportClosed
+from ..runtime.dispatch import answer_request, run_notification
+from ..runtime.scheduler import Scheduler, TimerHandle
+from ..runtime.workers import (
+    CallWaiter,
+    DrainQueue,
+    PoolClosed,
+    SerialLane,
+    WorkerPool,
+    current_worker,
+    library_settling,
+)
 from ..transports.base import Transport, capabilities
 from .events import Answered, Event, Failed, Held, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
 from .protocol import Connection, fresh_error

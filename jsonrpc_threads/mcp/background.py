@@ -6,7 +6,7 @@ needed (a reader thread that saw the end of a child, the timer thread, a
 caller holding a lock).  A ``Background`` takes such work and runs it on
 one of its worker threads (``WorkerPool``,
 started on demand).  Its timers (``Background.call_later``) live on the
-process-wide timer thread (``jsonrpc_threads._scheduler``), and when one
+process-wide timer thread (``jsonrpc_threads.runtime.scheduler``), and when one
 is due it only hands its work to the pool: nothing else ever runs on the
 timer thread.
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Optional, Tuple
 
-from .._scheduler import TimerHandle, default_scheduler
-from .._workers import PoolClosed, WorkerPool
+from ..runtime.scheduler import TimerHandle, default_scheduler
+from ..runtime.workers import PoolClosed, WorkerPool
 
 logger = logging.getLogger(__name__)
 

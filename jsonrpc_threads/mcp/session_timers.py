@@ -29,8 +29,8 @@ import threading
 from typing import Any, Callable, List
 
 from .._deadlines import Deadline
-from .._scheduler import TimerHandle
 from ..errors import HttpConnectionError, JsonRpcError, RequestTimeout, TransportClosed
+from ..runtime.scheduler import TimerHandle
 from .session import McpClient
 from .supervision import Settings
 

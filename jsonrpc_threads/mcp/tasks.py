@@ -46,9 +46,9 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Dict, Optional, Set, Tuple
 
 from .._deadlines import Deadline, wait_slice
-from .._scheduler import default_scheduler
-from .._workers import PoolClosed, WorkerPool
 from ..errors import INTERNAL_ERROR, JsonRpcError, RemoteError, RequestTimeout, TransportClosed, error_from_response
+from ..runtime.scheduler import default_scheduler
+from ..runtime.workers import PoolClosed, WorkerPool
 from .client_features import ClientFeatures
 from .errors import ProtocolError
 from .mrtr import answer_input_requests

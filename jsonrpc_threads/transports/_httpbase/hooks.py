@@ -22,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable
 
 from ..._deadlines import passed, wait_slice
-from ..._workers import PoolClosed, WorkerPool
+from ...runtime.workers import PoolClosed, WorkerPool
 from .errors import DeadlinePassed, closed_error
 from .exchange import Exchange
 from .wire import HOOK_SEND_WORKERS

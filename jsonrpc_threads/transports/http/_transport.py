@@ -45,8 +45,8 @@ from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 import requests.auth
 
-from ..._workers import PoolClosed, WorkerPool
 from ...errors import RequestId, RequestTimeout, TransportClosed
+from ...runtime.workers import PoolClosed, WorkerPool
 from .._httpbase.endpoint import Endpoint
 from .._httpbase.errors import DeadlinePassed, check_message_headers, closed_error
 from .._httpbase.exchange import Exchange, Inflight

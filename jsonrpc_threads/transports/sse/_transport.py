@@ -33,8 +33,8 @@ from typing import Mapping, Optional, Sequence, Union
 import requests.auth
 
 from ..._deadlines import passed
-from ..._workers import PoolClosed, WorkerPool
 from ...errors import HttpError, JsonRpcError, RequestId, RequestTimeout, TransportClosed
+from ...runtime.workers import PoolClosed, WorkerPool
 from .._httpbase.endpoint import Endpoint
 from .._httpbase.errors import DeadlinePassed, check_message_headers, status_error
 from .._httpbase.exchange import Exchange

@@ -20,15 +20,15 @@ a reader) and writes the answer.
 
 from __future__ import annotations
 
-from ._logs import LazyLogger, get_logger
-from .errors import InternalError, JsonRpcError
-from .messages import encode, error_message, response_message
+from .._logs import LazyLogger, get_logger
+from ..errors import InternalError, JsonRpcError
+from ..messages import encode, error_message, response_message
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    from .errors import RequestId
+    from ..errors import RequestId
 
 logger = get_logger(__name__)
 
