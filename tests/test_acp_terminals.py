@@ -22,10 +22,10 @@ import pytest
 
 from jsonrpc_threads import RequestTimeout
 from jsonrpc_threads.acp import AcpClient
-from jsonrpc_threads.acp._deadline import Deadline
 from jsonrpc_threads.acp.output import OutputBuffer
 from jsonrpc_threads.acp.terminals import TerminalService
 from jsonrpc_threads.acp.wire import exit_status
+from jsonrpc_threads.deadlines import Deadline
 
 from .conftest import needs_acp_sdk, peer_command
 
@@ -160,7 +160,9 @@ def test_a_wait_for_exit_ends_with_the_prompts_deadline_and_nothing_is_left() ->
 
 @pytest.fixture
 def service() -> Iterator[TerminalService]:
-    terminals = TerminalService(default_cwd=lambda session_id: None, wait_deadline=lambda session_id: Deadline(5.0))
+    terminals = TerminalService(
+        default_cwd=lambda session_id: None, wait_deadline=lambda session_id: Deadline.after(5.0)
+    )
     try:
         yield terminals
     finally:

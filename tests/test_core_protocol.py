@@ -209,6 +209,49 @@ def test_a_held_answer_is_what_its_deadline_close_or_failure_settle_it_with() ->
     assert connection.timeouts == 0 and connection.errors == 0
 
 
+def test_a_lost_connection_fails_a_request_only_after_the_notifications_received_before_it() -> None:
+    connection = Connection()
+    connection.handle_notifications("progress")
+    waiting, answered = sent(connection, deadline=10.0, timeout=1.0), sent(connection)
+    immediate = sent(connection, immediate=True)
+    connection.receive(note("progress"))
+    assert connection.receive(result(answered, "in")) == [Held(answered, f"t{answered}")]
+    events = connection.close(TransportClosed("gone"), behind_notifications=True)
+    assert [type(event) for event in events] == [Held, Failed]  # the immediate one fails now
+    assert events[0] == Held(waiting, f"t{waiting}") and events[1].request_id == immediate  # type: ignore[attr-defined]
+    assert connection.closed and waiting in connection
+    with pytest.raises(TransportClosed):
+        sent(connection)
+    done = connection.notification_done(1)
+    assert [type(event) for event in done] == [Answered, Failed]  # in arrival order: the answer came first
+    assert done[0].request_id == answered and done[1].request_id == waiting  # type: ignore[attr-defined]
+    assert isinstance(done[1].error, TransportClosed) and str(done[1].error) == "gone"  # type: ignore[attr-defined]
+    assert len(connection) == 0 and connection.errors == 2
+
+
+def test_a_held_failure_still_ends_at_its_deadline_or_a_later_close() -> None:
+    connection = Connection()
+    connection.handle_notifications("progress")
+    a, b = sent(connection, deadline=10.0, timeout=1.0), sent(connection)
+    connection.receive(note("progress"))
+    connection.close(TransportClosed("gone"), behind_notifications=True)
+    (expired,) = connection.expire(10.0)
+    assert isinstance(expired, Failed) and expired.request_id == a and isinstance(expired.error, TransportClosed)
+    (closed,) = connection.close(TransportClosed("Client closed"))
+    assert isinstance(closed, Failed) and closed.request_id == b and str(closed.error) == "gone"
+    assert connection.notification_done(1) == [] and connection.timeouts == 0
+
+
+def test_a_lost_connection_with_no_notification_outstanding_fails_at_once() -> None:
+    connection = Connection()
+    connection.handle_notifications("progress")
+    request_id = sent(connection)
+    connection.receive(note("progress"))
+    connection.notification_done(1)
+    (event,) = connection.close(TransportClosed("gone"), behind_notifications=True)
+    assert isinstance(event, Failed) and event.request_id == request_id
+
+
 def test_held_answers_are_released_in_arrival_order_ticket_by_ticket() -> None:
     connection = Connection()
     connection.handle_notifications("n")

@@ -30,7 +30,7 @@ from jsonrpc_threads import (
     StdioTransport,
     TransportClosed,
 )
-from jsonrpc_threads.observe import trace_wire
+from jsonrpc_threads.observe import add_close_listener, trace_wire
 from jsonrpc_threads.runtime.scheduler import Scheduler, default_scheduler
 
 from .conftest import peer_command
@@ -582,3 +582,35 @@ def test_a_call_answered_behind_a_notification_returns_as_soon_as_its_handler_do
         trace_wire(client, None)
     lags.sort()
     assert lags[len(lags) // 2] < 0.01, f"the call returned {lags} s after its answer was released"
+
+
+def test_a_call_whose_peer_dies_fails_only_after_the_notifications_it_sent_were_handled() -> None:
+    """Regression: the notifications a peer sent before it died could still be queued when the call failed.
+
+    An ACP agent that says something and dies mid-turn: ``jsonrpc-threads acp``
+    printed nothing of what it said (2 runs in 8), since ``TransportClosed``
+    reached the caller before the ``session/update`` handler ran.
+    """
+    handled: List[Any] = []
+    entered, release, lost = threading.Event(), threading.Event(), threading.Event()
+
+    def on_note(params: Any) -> None:
+        entered.set()
+        release.wait(WAIT_S)
+        handled.append(params["n"])
+
+    for _ in range(5):
+        handled.clear()
+        entered.clear()
+        release.clear()
+        lost.clear()
+        with JsonRpcClient(StdioTransport(peer_command("stdio_peer"))) as client:
+            client.on_notification("note", on_note)
+            add_close_listener(client, lambda error: lost.set())
+            future = client.request("exit", {"code": 3, "notes": 3}, timeout=WAIT_S)
+            assert entered.wait(WAIT_S) and lost.wait(WAIT_S)  # the first handler runs; the peer is gone
+            assert not future.done() and client.closed
+            release.set()
+            with pytest.raises(TransportClosed):
+                future.result(WAIT_S)
+            assert handled == [0, 1, 2]

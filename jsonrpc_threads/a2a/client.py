@@ -32,9 +32,9 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 import requests.auth
 
+from ..deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
 from ..errors import HttpConnectionError, MethodNotFound, ProtocolError, RequestTimeout, TransportClosed
 from ..transports.http import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, HttpSettings
-from ._deadline import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
 from .connection import Agent, AgentConnection
 from .errors import UnsupportedOperation
 from .events import EventStream
@@ -355,7 +355,7 @@ class A2aClient:
     # -- internals ----------------------------------------------------------------------------
 
     def _deadline(self, timeout: Timeout) -> Deadline:
-        return Deadline.of(timeout, self._default_timeout)
+        return Deadline.after(timeout, self._default_timeout)
 
     def _agent(self, deadline: Deadline, method: str) -> Agent:
         if self._closed.is_set():
@@ -404,7 +404,7 @@ class A2aClient:
             task = self._get_task(task_id, None, deadline, "wait")
             if is_done(task):
                 return task
-            left = deadline.left()
+            left = deadline.remaining()
             if left is not None and left <= 0:
                 raise RequestTimeout("wait", None, deadline.timeout, f"task {task_id!r} is still {state_of(task)}")
             if self._closed.wait(pause if left is None else min(pause, left)):

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from .. import JsonRpcClient, messages
+from ..deadlines import Deadline
 from ..errors import ParseError, ProtocolError, RemoteError, RequestTimeout, TransportClosed
 from ..transports.http import HttpSettings, HttpTransport, MessageStream, url_label
-from ._deadline import Deadline
 from .card import Interface, Origins, card_url, choose_interface
 from .errors import error_from_a2a
 from .wire import VERSION_HEADER, Dialect
@@ -114,7 +114,7 @@ class AgentConnection:
         agent = self._agent
         if agent is not None:
             return agent
-        left = deadline.left()
+        left = deadline.remaining()
         if not self._fetching.acquire(timeout=-1 if left is None else left):
             raise RequestTimeout(method, None, deadline.timeout, "another thread is still fetching the agent card")
         try:
@@ -194,7 +194,7 @@ class AgentConnection:
         """
         agent = self.ready(deadline, method)
         try:
-            return agent.rpc.call(method, params, timeout=deadline.left())
+            return agent.rpc.call(method, params, timeout=deadline.remaining())
         except RequestTimeout as exc:
             raise RequestTimeout(method, exc.request_id, deadline.timeout, exc.hint) from None
         except RemoteError as exc:

@@ -35,6 +35,7 @@ import logging
 from typing import Any, Dict, Iterator, Optional
 
 from .. import messages
+from ..deadlines import Deadline
 from ..errors import (
     HttpConnectionError,
     InvalidRequest,
@@ -44,7 +45,6 @@ from ..errors import (
     RequestTimeout,
 )
 from ..transports.http import MessageStream
-from ._deadline import Deadline
 from .errors import error_from_a2a
 from .wire import Dialect, ends_stream
 

@@ -39,8 +39,8 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .. import JsonRpcClient, Transport, __version__
+from ..deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
 from ..errors import JsonRpcError, MethodNotFound, ProtocolError, RequestTimeout
-from ._deadline import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout, resolve_timeout
 from .connection import AgentConnection, Command
 from .files import FileService
 from .permissions import PermissionCallback, PermissionDesk
@@ -388,7 +388,7 @@ class AcpClient:
         blocks = prompt_blocks(prompt)
         if on_update is not None and not callable(on_update):
             raise TypeError(f"on_update must be callable, not {type(on_update).__name__}")
-        deadline = Deadline(resolve_timeout(timeout, self._prompt_timeout))
+        deadline = Deadline.after(timeout, self._prompt_timeout)
         self._connection.ready(deadline)
         turn = self._turns.begin(session_id, SESSION_PROMPT, deadline, on_update)
         try:
@@ -420,7 +420,7 @@ class AcpClient:
         self._turns.cancel(session_id)
         try:
             if self._connection.initialized:
-                self._connection.notify(SESSION_CANCEL, {"sessionId": session_id}, deadline.left())
+                self._connection.notify(SESSION_CANCEL, {"sessionId": session_id}, deadline.remaining())
         finally:
             self._permissions.cancel(session_id)
 
@@ -436,10 +436,10 @@ class AcpClient:
     # -- internals ----------------------------------------------------------------------------
 
     def _deadline(self, timeout: Timeout) -> Deadline:
-        return Deadline(resolve_timeout(timeout, self._default_timeout))
+        return Deadline.after(timeout, self._default_timeout)
 
     def _wait_deadline(self, session_id: str) -> Deadline:
-        return self._turns.deadline_for(session_id) or Deadline(self._default_timeout)
+        return self._turns.deadline_for(session_id) or Deadline.after(self._default_timeout)
 
     def _abandon(self, session_id: str) -> None:
         """A prompt gave up: cancel its turn on the agent's side too (bounded; never raises)."""

@@ -35,8 +35,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .. import JsonRpcClient, StdioTransport, Transport
+from ..deadlines import Deadline
 from ..errors import JsonRpcError, ProtocolError, RequestTimeout, TransportClosed
-from ._deadline import Deadline
 from .wire import INITIALIZE, PROTOCOL_VERSION
 
 logger = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class AgentConnection:
             handshake.set_result(result)
             return result
         try:
-            return handshake.result(timeout=deadline.left())
+            return handshake.result(timeout=deadline.remaining())
         except FutureTimeout:
             raise RequestTimeout(
                 INITIALIZE, None, deadline.timeout, "another thread's handshake is still running"
@@ -169,7 +169,7 @@ class AgentConnection:
         return self._request(method, params, deadline)
 
     def _request(self, method: str, params: Dict[str, Any], deadline: Deadline) -> Any:
-        timeout = deadline.left()
+        timeout = deadline.remaining()
         future = self.rpc.request(method, params, timeout=timeout)
         try:
             return future.result(timeout=None if timeout is None else timeout + RESULT_GRACE_S)

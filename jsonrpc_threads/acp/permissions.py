@@ -30,8 +30,8 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Set
 
+from ..deadlines import Deadline
 from ..errors import InvalidParams
-from ._deadline import Deadline
 from .turns import TurnBoard
 from .wire import CANCELLED, option_ids, reject_option, selected
 
@@ -114,8 +114,8 @@ class PermissionDesk:
             return selected(option) if option is not None else CANCELLED
         try:
             self._start_callback(callback, params, pending)
-            deadline = self._turns.deadline_for(session_id) or Deadline(self._fallback_wait)
-            if not pending.wait(deadline.left()):
+            deadline = self._turns.deadline_for(session_id) or Deadline.after(self._fallback_wait)
+            if not pending.wait(deadline.remaining()):
                 logger.warning("session %r: no permission decision before the deadline: answered cancelled", session_id)
                 self._settle(pending, CANCELLED)
             return pending.outcome

@@ -32,8 +32,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import psutil
 
+from ..deadlines import Deadline
 from ..errors import InternalError, InvalidParams, JsonRpcError
-from ._deadline import Deadline
 from .output import OutputBuffer
 from .wire import REQUEST_CANCELLED, exit_status
 
@@ -262,7 +262,7 @@ class TerminalService:
             JsonRpcError: ``-32800`` when the session's deadline passed first.
         """
         terminal = self._find(params, "terminal/wait_for_exit")
-        status = terminal.wait(self._wait_deadline(terminal.session_id).left())
+        status = terminal.wait(self._wait_deadline(terminal.session_id).remaining())
         if status is None:
             raise JsonRpcError(REQUEST_CANCELLED, f"terminal {terminal.terminal_id} did not exit before the deadline")
         return status

@@ -24,7 +24,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
-from ._deadline import Deadline
+from ..deadlines import Deadline
 
 logger = logging.getLogger(__name__)
 

@@ -399,8 +399,12 @@ class JsonRpcClient(Closing):
         self._shell.failed(request_ids, error)
 
     def transport_closed(self, error: TransportClosed) -> None:
-        """Transport callback: the transport is gone; fail everything pending."""
-        self._shell.end(error)
+        """Transport callback: the transport is gone; fail everything pending.
+
+        A request whose failure must wait for the handlers of notifications
+        received before the loss fails as soon as they return (or at its deadline).
+        """
+        self._shell.end(error, lost=True)
         observer = self._shell.observer
         if observer is not None:
             observer.closed(error)

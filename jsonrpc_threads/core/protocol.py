@@ -36,7 +36,11 @@ notification received before it is still being handled is held (reported as
 those notifications are done, so a progress callback has
 always run before the call it reports on returns.  Held or not, the request is
 still pending: its deadline, ``close()`` and a failure all end it with the
-answer it already has.  Only notifications of methods the shell handles
+answer it already has.  The same holds when the transport is lost by itself
+(``close(error, behind_notifications=True)``): a request that was waiting fails
+only once the notifications received before the loss are handled, so a peer's
+last updates reach their handlers before the call that was waiting fails.
+Only notifications of methods the shell handles
 (``Connection.handle_notifications``) hold answers back, and a request the
 shell marks ``immediate`` (sent from inside a notification handler) is never
 held: its handler waits for it.
@@ -68,7 +72,7 @@ COMPACT_MIN_ENTRIES = 1024
 class _Pending:
     """One request in flight (kept small: 100,000 of these may be pending)."""
 
-    __slots__ = ("answer", "immediate", "method", "timeout", "token", "waits_for")
+    __slots__ = ("answer", "failure", "immediate", "method", "timeout", "token", "waits_for")
 
     def __init__(self, token: Any, method: str, timeout: Optional[float], immediate: bool) -> None:
         self.token = token
@@ -76,6 +80,7 @@ class _Pending:
         self.timeout = timeout
         self.immediate = immediate
         self.answer: Optional[Dict[str, Any]] = None  # a held answer
+        self.failure: Optional[JsonRpcError] = None  # a held end: the connection was lost
         self.waits_for = 0  # the notification it is held behind
 
 
@@ -270,12 +275,13 @@ class Connection:
             events.append(Ignored(reason, message, warning=True))
             return
         entry = self._pending.get(request_id)  # type: ignore[arg-type]
-        if entry is None or entry.answer is not None:
+        if entry is None or _is_held(entry):
             events.append(Ignored("a late or unknown response", request_id, warning=False))
             return
         if entry.immediate or self._done >= self._received:
             del self._pending[request_id]  # type: ignore[arg-type]
-            events.append(self._settled(request_id, entry, message))  # type: ignore[arg-type]
+            entry.answer = message
+            events.append(self._settled(request_id, entry))  # type: ignore[arg-type]
             return
         entry.answer = message
         entry.waits_for = self._received
@@ -312,12 +318,12 @@ class Connection:
         held = self._held
         while held:
             entry = self._pending.get(held[0])
-            if entry is not None and entry.answer is not None and entry.waits_for > self._done:
+            if entry is not None and _is_held(entry) and entry.waits_for > self._done:
                 break
             request_id = held.popleft()
-            if entry is not None and entry.answer is not None:
+            if entry is not None and _is_held(entry):
                 del self._pending[request_id]
-                events.append(self._settled(request_id, entry, entry.answer))
+                events.append(self._settled(request_id, entry))
         return events
 
     # -- the other ways a request ends -------------------------------------------------------------
@@ -369,8 +375,8 @@ class Connection:
             entry = pending.pop(request_id, None)
             if entry is None:
                 continue
-            if entry.answer is not None:
-                events.append(self._settled(request_id, entry, entry.answer))
+            if _is_held(entry):
+                events.append(self._settled(request_id, entry))
                 continue
             ids.append(request_id)
             tokens.append(entry.token)
@@ -403,24 +409,36 @@ class Connection:
             entry = self._pending.pop(request_id, None)
             if entry is None:
                 continue
-            if entry.answer is not None:
-                events.append(self._settled(request_id, entry, entry.answer))
+            if _is_held(entry):
+                events.append(self._settled(request_id, entry))
                 continue
             self.errors += 1
             events.append(Failed(request_id, entry.token, error if first else fresh_error(error)))
             first = False
         return events
 
-    def close(self, error: TransportClosed) -> List[Event]:
+    def close(self, error: TransportClosed, behind_notifications: bool = False) -> List[Event]:
         """Refuse new requests from now on, and end every pending one with a copy of ``error``.
 
         The first close's error is the one later requests fail with.
 
+        Args:
+            error: what the pending requests fail with.
+            behind_notifications: the transport was lost (not closed by the
+                caller): a request still waiting for notifications received
+                before the loss to be handled fails only once they are (a
+                ``Held`` now), so every update the peer sent before it went
+                away reaches its handler before the call fails.  Its deadline,
+                a later ``close`` and ``fail`` still end it at once.
+
         Returns:
-            A ``Failed`` for each pending request (or its held answer).
+            A ``Failed`` for each pending request (or its held answer), or a
+            ``Held`` for each whose failure waits for notifications.
         """
         if self._closed is None:
             self._closed = error
+        if behind_notifications and self._done < self._received:
+            return self._lose_behind_notifications(error)
         entries = list(self._pending.items())
         self._pending.clear()
         self._deadlines.clear()
@@ -428,17 +446,38 @@ class Connection:
         self._held.clear()
         events: List[Event] = []
         for request_id, entry in entries:
-            if entry.answer is not None:
-                events.append(self._settled(request_id, entry, entry.answer))
+            if _is_held(entry):
+                events.append(self._settled(request_id, entry))
             else:
                 self.errors += 1
                 events.append(Failed(request_id, entry.token, fresh_error(error)))
         return events
 
+    def _lose_behind_notifications(self, error: TransportClosed) -> List[Event]:
+        """Hold the failure of every request not held yet behind the notifications received so far."""
+        events: List[Event] = []
+        for request_id, entry in list(self._pending.items()):
+            if _is_held(entry):
+                continue
+            if entry.immediate:  # its notification handler waits for it: fail it now
+                del self._pending[request_id]
+                self.errors += 1
+                events.append(Failed(request_id, entry.token, fresh_error(error)))
+                continue
+            entry.failure = fresh_error(error)
+            entry.waits_for = self._received
+            self._held.append(request_id)
+            events.append(Held(request_id, entry.token))
+        return events
+
     # -- internals -----------------------------------------------------------------------------------
 
-    def _settled(self, request_id: RequestId, entry: _Pending, answer: Dict[str, Any]) -> Event:
-        """The event of a request that ends with ``answer`` (a response message)."""
+    def _settled(self, request_id: RequestId, entry: _Pending) -> Event:
+        """The event of a request that ends with what it holds: its answer (a response message), or its failure."""
+        if entry.failure is not None:
+            self.errors += 1
+            return Failed(request_id, entry.token, entry.failure)
+        answer: Dict[str, Any] = entry.answer  # type: ignore[assignment]
         if "result" in answer:
             if "error" not in answer:
                 return Answered(request_id, entry.token, answer["result"])
@@ -455,6 +494,11 @@ class Connection:
         self._deadlines = [entry for entry in self._deadlines if entry[1] in pending]
         heapq.heapify(self._deadlines)
         self._in_order = deque(entry for entry in self._in_order if entry[1] in pending)
+
+
+def _is_held(entry: _Pending) -> bool:
+    """True when the request's end is in hand (an answer, or the loss of the connection) and only waits."""
+    return entry.answer is not None or entry.failure is not None
 
 
 def fresh_error(error: JsonRpcError) -> JsonRpcError:

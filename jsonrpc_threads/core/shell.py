@@ -297,13 +297,18 @@ class Shell:
             events = self.core.fail(request_ids, error)
         self.dispatch(events)
 
-    def end(self, error: TransportClosed) -> None:
-        """The end (close, or the transport's): refuse new requests, fail the pending ones, drop the timer."""
+    def end(self, error: TransportClosed, lost: bool = False) -> None:
+        """The end (close, or the transport's): refuse new requests, fail the pending ones, drop the timer.
+
+        ``lost``: the transport went away by itself; a request that waits for
+        notifications received before it fails once their handlers return
+        (its deadline still holds, so the timer stays while any is left).
+        """
         with self.lock:
-            events = self.core.close(error)
-            if self._timer is not None:
+            events = self.core.close(error, behind_notifications=lost)
+            if self._timer is not None and not len(self.core):
                 self._timer.cancel()
-            self._timer, self._timer_at = None, _NO_TIMER
+                self._timer, self._timer_at = None, _NO_TIMER
         self.dispatch(events)
 
     def shutdown(self, grace: float) -> None:

@@ -18,7 +18,8 @@ Methods (result in parentheses):
   ``env`` (its environment), ``cwd`` (its working directory)
 - ``sleep`` {"seconds": s, "result": x} (x, after s seconds)
 - ``never`` (never answers)
-- ``exit`` {"code": n, "stderr": "msg"} (writes msg to stderr, exits n, no answer)
+- ``exit`` {"code": n, "stderr": "msg", "notes": k} (sends k notifications ``note``
+  {"n": i}, writes msg to stderr, exits n, no answer)
 - ``notify`` {"method": m, "params": p, "count": n} (sends n notifications, then n)
 - ``reverse_call`` {"method": m, "params": p} (sends request "peer-<k>" to the
   client, then answers {"result": ...} or {"error": ...} as it came back)
@@ -237,6 +238,8 @@ class Peer:
 
     def m_exit(self, params: Any, request_id: Any) -> Any:
         params = params or {}
+        for number in range(int(params.get("notes", 0))):
+            self.send({"jsonrpc": "2.0", "method": "note", "params": {"n": number}})
         text = params.get("stderr")
         if text:
             sys.stderr.write(text if text.endswith("\n") else text + "\n")

@@ -1,0 +1,31 @@
+"""Deadlines, for code built on the client: one made where a call enters, spent by every step.
+
+The library's own rule, offered to code that builds a protocol or a tool
+layer on top of it: a public call turns its ``timeout`` into one
+``Deadline`` where it enters (``Deadline.after(timeout, default)``), and
+every step that call triggers (a handshake that has not run, the request, a
+cancellation, a poll) waits for what is left of it (``remaining()``), never
+for a timeout of its own.  ``timeout`` keeps the seconds the caller gave, so
+an error can name the whole call ("timed out after 4.0s").
+
+Timeouts follow the rules of the whole library (``check_timeout``): ``None``
+or ``inf`` means no deadline, a negative number or NaN is a ``ValueError``,
+a bool or a string a ``TypeError``, ``0`` expires at once, and
+``DEFAULT_TIMEOUT`` (or ``...``) takes the default the caller's object was
+given.  ``Deadline`` is immutable and thread-safe.
+
+Example::
+
+    from jsonrpc_threads.deadlines import DEFAULT_TIMEOUT, Deadline
+
+    deadline = Deadline.after(2.5)
+    assert 0 < deadline.remaining() <= 2.5 and not deadline.expired
+    assert Deadline.after(DEFAULT_TIMEOUT, 10.0).timeout == 10.0
+    assert Deadline.after(None).remaining() is None
+"""
+
+from __future__ import annotations
+
+from ._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, UseDefault, check_timeout
+
+__all__ = ["DEFAULT_TIMEOUT", "Deadline", "Timeout", "UseDefault", "check_timeout"]
