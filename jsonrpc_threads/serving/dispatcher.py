@@ -86,7 +86,16 @@ class _Batch:
 
 
 class Dispatcher:
-    """Turns input lines into answers and handler jobs.  Runs on the reader thread."""
+    """Turns input lines into answers and handler jobs.
+
+    Not thread-safe: one reader thread calls it; the jobs it submits run on the
+    pool's workers, and every answer goes out through ``connection``.
+
+    Args:
+        handler: ``handler(method, params) -> result``, run on a worker.
+        connection: where answers go.
+        pool: the workers that run handlers.
+    """
 
     def __init__(self, handler: Handler, connection: ServerConnection, pool: WorkerPool) -> None:
         self._handler = handler
@@ -94,6 +103,7 @@ class Dispatcher:
         self._pool = pool
 
     def line_too_long(self, limit: int) -> None:
+        """A line over ``limit`` bytes was discarded: answer -32600 with ``"id": null`` and the limit."""
         logger.warning("discarded an input line longer than %d bytes", limit)
         error = InvalidRequest(
             f"Message larger than the limit of {limit} bytes",
@@ -102,6 +112,7 @@ class Dispatcher:
         self._connection.write_line(encode(error_message(None, error)))
 
     def line(self, line: bytes) -> None:
+        """One input line (not blank, newline removed): answer it at once or submit its handlers."""
         try:
             value = decode(line)
         except ParseError as exc:
