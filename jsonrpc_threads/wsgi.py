@@ -60,11 +60,12 @@ from __future__ import annotations
 import contextvars
 import functools
 
-from . import server as _server
 from ._logs import get_logger
 from .errors import InvalidRequest, JsonRpcError, ParseError
 from .messages import ErrorResponse, Notification, Request, Response, decode, encode, error_message, parse_message
 from .runtime.dispatch import answer_request, run_notification
+from .serving.connection import ServerConnection
+from .serving.context import handling
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
@@ -123,8 +124,8 @@ class _NoStream:
         pass
 
 
-def _no_stream_connection() -> _server.ServerConnection:
-    connection = _server.ServerConnection(_NoStream())  # type: ignore[arg-type]
+def _no_stream_connection() -> ServerConnection:
+    connection = ServerConnection(_NoStream())  # type: ignore[arg-type]
     connection.close()  # every message is dropped, logged at debug level
     return connection
 
@@ -272,7 +273,7 @@ class JsonRpcApp:
             return None
         request_id = getattr(message, "id", None)
         token = _current.set(_HandlerContext(request_id, environ))
-        served = _server.handling(_NO_STREAM, request_id)
+        served = handling(_NO_STREAM, request_id)
         served.__enter__()
         try:
             if isinstance(message, Notification):

@@ -173,7 +173,10 @@ def resolve(name: Name) -> Any:
         return obj
     if hasattr(obj, name.member):
         return getattr(obj, name.member)
-    source = inspect.getsource(obj) if inspect.isclass(obj) else ""
+    # The source of the class's own methods (not of the class: the exceptions are known by
+    # ``jsonrpc_threads.errors``, their ``__module__``, which is not the file that holds them).
+    methods = vars(obj).values() if inspect.isclass(obj) else ()
+    source = "".join(inspect.getsource(method) for method in methods if inspect.isfunction(method))
     if re.search(rf"self\.{re.escape(name.member)}\s*[:=]", source):
         return name.member  # an instance attribute, set in __init__
     raise AttributeError(name.dotted)
