@@ -19,7 +19,8 @@ from .core.client import (
     lsp_cancellation,
     mcp_cancellation,
 )
-from .core.shell import ANSWER_SEND_TIMEOUT_S, CALLBACK_SHUTDOWN_GRACE_S, CANCELLATION_SEND_TIMEOUT_S
+from .core.peer_messages import ANSWER_SEND_TIMEOUT_S, CANCELLATION_SEND_TIMEOUT_S
+from .core.teardown import CALLBACK_SHUTDOWN_GRACE_S
 
 __all__ = [
     "ANSWER_SEND_TIMEOUT_S",

@@ -272,6 +272,23 @@ class ToolTracing:
         self._propagate.inject(carrier, context=trace.set_span_in_context(span))
         return span, carrier
 
+    def traced(self, server: str, tool: str, transport: str, call: Callable[[Dict[str, str]], Any]) -> Any:
+        """Run ``call(carrier)`` inside the span of one ``tools/call``, and end the span with its outcome.
+
+        ``carrier`` is what ``start`` returns, for the request's ``_meta``;
+        ``call``'s result, or what it raises, is passed on.
+        """
+        from collections.abc import Mapping as AnyMapping  # noqa: PLC0415 - only when tracing is asked for
+
+        span, carrier = self.start(server, tool, transport)
+        try:
+            result = call(carrier)
+        except BaseException as exc:
+            self.end(span, error=exc)
+            raise
+        self.end(span, tool_error=isinstance(result, AnyMapping) and result.get("isError") is True)
+        return result
+
     def end(self, span: Any, *, error: Optional[BaseException] = None, tool_error: bool = False) -> None:
         """End the span: ``error`` (an exception of the call), or ``tool_error`` (an ``isError`` result)."""
         trace = self._trace

@@ -20,7 +20,7 @@ import pytest
 from jsonrpc_threads import JsonRpcClient, StdioTransport
 from jsonrpc_threads.core.events import Answered, Held, Ignored, PeerNotification
 from jsonrpc_threads.core.protocol import Connection
-from jsonrpc_threads.runtime.workers import CallWaiter
+from jsonrpc_threads.runtime.settling import CallWaiter
 from jsonrpc_threads.testing import MemoryTransport
 
 from .conftest import peer_command

@@ -16,7 +16,7 @@ import pytest
 
 from jsonrpc_threads import JsonRpcClient, RequestTimeout
 from jsonrpc_threads.core.futures import RequestFuture, settle_result
-from jsonrpc_threads.runtime.workers import CallWaiter, library_settling
+from jsonrpc_threads.runtime.settling import CallWaiter, library_settling
 from jsonrpc_threads.testing import MemoryTransport
 
 from .helpers import scripted
@@ -71,7 +71,7 @@ def test_ctrl_c_interrupts_a_call_asleep_on_its_waiter() -> None:
 import signal, sys, threading, time
 sys.path.insert(0, {str(REPO_ROOT)!r})
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from jsonrpc_threads.runtime.workers import CallWaiter
+from jsonrpc_threads.runtime.settling import CallWaiter
 waiter = CallWaiter()
 main = threading.main_thread().ident
 threading.Timer(0.2, signal.pthread_kill, args=(main, signal.SIGINT)).start()

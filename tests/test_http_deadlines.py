@@ -22,7 +22,7 @@ import pytest
 import requests
 
 from jsonrpc_threads.client import JsonRpcClient
-from jsonrpc_threads.core import shell as client_module
+from jsonrpc_threads.core import peer_messages as client_module
 from jsonrpc_threads.errors import HttpConnectionError, RequestTimeout
 from jsonrpc_threads.transports.http import DEFAULT_MAX_RESUMPTIONS, HttpTransport
 from jsonrpc_threads.transports.http import _transport as http_transport_module

@@ -3,7 +3,9 @@
 Theory of operation.  A request's life is decided by the protocol core
 (``protocol``: ids, the pending table, ordering, expiry, no I/O) and acted
 on by the threaded shell (``shell``: one lock around the core, the timer,
-the workers, the settling of futures).  This module is the face of both: it
+the workers, the settling of futures; beside it, the peer's own messages,
+``peer_messages``, and the close, ``teardown``).  This module is the face of
+all of them: it
 checks what the caller passes where it enters (a timeout once, into a
 deadline that every later step spends), registers the request before its
 bytes go out, and hands the rest over.
@@ -22,9 +24,8 @@ This module does no I/O of its own and knows nothing of MCP.
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from .. import _fork, messages
 from .._closing import Closing
@@ -32,20 +33,18 @@ from .._deadlines import DEFAULT_TIMEOUT, Timeout, UseDefault, check_timeout
 from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from ..errors import JsonRpcError, RequestId, TransportClosed
 from ..runtime.scheduler import Scheduler, default_scheduler
-from ..runtime.workers import CallWaiter
+from ..runtime.settling import CallWaiter
 from ..transports.base import Transport, describe
+from .peer_messages import NotificationHandler, RequestHandler
 from .protocol import Connection
-from .shell import NotificationHandler, RequestHandler, Shell
+from .shell import Shell
+from .teardown import HANDLER_SHUTDOWN_GRACE_S, SECOND_CLOSE_WAIT_S, Teardown
 
 if TYPE_CHECKING:
     from .futures import RequestFuture
 
-#: How long ``close()`` waits for running handlers before leaving them to their daemon threads.
-HANDLER_SHUTDOWN_GRACE_S = 2.0
 #: Default number of worker threads for incoming requests.
 DEFAULT_HANDLER_WORKERS = 4
-#: A second ``close()`` waits this long for the first one to finish.
-SECOND_CLOSE_WAIT_S = 15.0
 
 
 class JsonRpcClient(Closing):
@@ -87,15 +86,12 @@ class JsonRpcClient(Closing):
         self._transport = transport
         self._label = describe(transport)
         self._shell = Shell(transport, self._label, builder, handler_workers, scheduler or default_scheduler())
-        # _close_lock guards _close_started; _close_done is set once close() finished.
-        self._close_lock = threading.Lock()
-        self._close_started = False
-        self._close_done = threading.Event()
         self._made_in = _fork.generation  # a fork of this process may not use this client
+        self._teardown = Teardown(self._shell, transport, self._label, self._made_in)
         try:
             transport.start(self)
         except BaseException:
-            self._shell.shutdown(0.0)
+            self._teardown.stop_workers(0.0)
             raise
 
     @property
@@ -146,7 +142,7 @@ class JsonRpcClient(Closing):
             ValueError: for a NaN in params or a negative or NaN timeout.
         """
         if _fork.generation != self._made_in:
-            self._check_process()
+            self._teardown.check_process()
         resolved = self.resolve_timeout(timeout)
         shell = self._shell
         request_id, data = shell.core.request(method, params)
@@ -184,7 +180,7 @@ class JsonRpcClient(Closing):
             TypeError, ValueError: as ``request``, before anything is sent.
         """
         if _fork.generation != self._made_in:
-            self._check_process()
+            self._teardown.check_process()
         resolved = self.resolve_timeout(timeout)
         deadline = None if resolved is None else time.monotonic() + resolved
         shell = self._shell
@@ -225,7 +221,7 @@ class JsonRpcClient(Closing):
             TypeError, ValueError: when params cannot be encoded, or for a bad timeout.
         """
         if _fork.generation != self._made_in:
-            self._check_process()
+            self._teardown.check_process()
         resolved = self.resolve_timeout(timeout)
         deadline = None if resolved is None else time.monotonic() + resolved
         data = Connection.notification(method, params)
@@ -279,7 +275,7 @@ class JsonRpcClient(Closing):
         logged, not sent).  Requests for methods without a handler are answered
         -32601.  Registering again replaces the handler.
         """
-        self._shell.request_handlers[method] = handler
+        self._shell.peer.request_handlers[method] = handler
 
     def on_notification(self, method: str, handler: NotificationHandler) -> None:
         """Call ``handler(params)`` for the peer's notifications of ``method``.
@@ -292,7 +288,7 @@ class JsonRpcClient(Closing):
         this client: its own requests' responses never wait behind it.
         """
         shell = self._shell
-        shell.notification_handlers[method] = handler
+        shell.peer.notification_handlers[method] = handler
         with shell.lock:
             shell.core.handle_notifications(method)
 
@@ -355,26 +351,7 @@ class JsonRpcClient(Closing):
         copies of the transport's descriptors are let go: nothing is signalled,
         sent or waited for, and the parent's server and session live on.
         """
-        if _fork.forked_since(self._made_in):
-            release = self._shell.capabilities.release_in_fork
-            if release is not None:
-                release()  # takes no lock: a thread of the parent may have held one
-            return
-        with self._close_lock:
-            first = not self._close_started
-            self._close_started = True
-        if not first:
-            if not self._shell.own_thread():
-                self._close_done.wait(SECOND_CLOSE_WAIT_S)
-            return
-        try:
-            self._shell.end(TransportClosed("Client closed"))
-            try:
-                self._transport.close()
-            finally:
-                self._shell.shutdown(HANDLER_SHUTDOWN_GRACE_S)
-        finally:
-            self._close_done.set()
+        self._teardown.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self._shell.core)} pending"
@@ -404,19 +381,7 @@ class JsonRpcClient(Closing):
         A request whose failure must wait for the handlers of notifications
         received before the loss fails as soon as they return (or at its deadline).
         """
-        self._shell.end(error, lost=True)
-        observer = self._shell.observer
-        if observer is not None:
-            observer.closed(error)
-
-    # -- internals --------------------------------------------------------------------------------
-
-    def _check_process(self) -> None:
-        if _fork.generation != self._made_in:
-            raise TransportClosed(
-                f"{self._label}: this client was made before a fork; a forked process cannot use its parent's "
-                "pipes and sessions: make a new client in this process (a ToolRegistry restarts its servers itself)"
-            )
+        self._teardown.transport_closed(error)
 
 
 _future_type: Optional[Type[RequestFuture]] = None
@@ -433,16 +398,8 @@ def _future_class() -> Type[RequestFuture]:
     return _future_type
 
 
-class _BatchItem:
-    """One message of a batch, encoded (and so checked) when it was added."""
-
-    __slots__ = ("data", "future", "method", "timeout")
-
-    def __init__(self, data: bytes, future: Optional[RequestFuture], method: str, timeout: Optional[float]) -> None:
-        self.data = data
-        self.future = future  # None for a notification
-        self.method = method
-        self.timeout = timeout
+#: A message of a batch, encoded (so checked) when added: bytes, future (None: a notification), method, timeout.
+_BatchItem = Tuple[bytes, Optional["RequestFuture"], str, Optional[float]]
 
 
 class Batch:
@@ -477,7 +434,7 @@ class Batch:
         resolved = client.resolve_timeout(timeout)
         request_id, data = client._shell.core.request(method, params)
         future = _future_class()(request_id, client._shell.on_cancel)
-        self._items.append(_BatchItem(data, future, method, resolved))
+        self._items.append((data, future, method, resolved))
         return future
 
     def notify(self, method: str, params: messages.Params = None) -> None:
@@ -488,7 +445,7 @@ class Batch:
             TypeError, ValueError: for params that cannot be encoded.
         """
         self._check_open()
-        self._items.append(_BatchItem(Connection.notification(method, params), None, method, None))
+        self._items.append((Connection.notification(method, params), None, method, None))
 
     def _check_open(self) -> None:
         if self._sent:
@@ -500,16 +457,15 @@ class Batch:
     def __exit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Any) -> None:
         self._sent = True
         if exc_type is not None:
-            for item in self._items:
-                if item.future is not None:
-                    item.future.cancel()
+            for _, future, _, _ in self._items:
+                if future is not None:
+                    future.cancel()
             return
         client = self._client
-        client._check_process()
-        kept = [item for item in self._items if item.future is None or not item.future.cancelled()]
+        client._teardown.check_process()
+        kept = [item for item in self._items if item[1] is None or not item[1].cancelled()]
         if kept:  # cancelled inside the block: left out
-            requests = [(item.data, item.future, item.method, item.timeout) for item in kept]
-            client._shell.send_batch(requests, client.default_timeout)
+            client._shell.send_batch(kept, client.default_timeout)
 
 
 __all__ = [

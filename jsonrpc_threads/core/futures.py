@@ -40,7 +40,8 @@ from typing import Any, Callable, List, Optional
 
 from .._logs import get_logger
 from ..errors import RequestId, RequestTimeout
-from ..runtime.workers import collected_callbacks, current_worker, waiting_for_answer
+from ..runtime.settling import collected_callbacks
+from ..runtime.workers import current_worker, waiting_for_answer
 
 logger = get_logger("jsonrpc_threads.core.futures")
 

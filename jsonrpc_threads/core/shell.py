@@ -17,8 +17,9 @@ through the transport, and logs.
   handler pool, its notifications one at a time on the notification lane (each
   reported done to the core, which then releases the answers that waited for
   it), and the done-callbacks of futures the library settles on the callback
-  pool.  The cancellation notification sent when a request is given up is
-  built and sent on the handler pool too (its builder may be the caller's).
+  pool.  The peer's messages, and the cancellation notification sent when a
+  request is given up, are ``peer_messages``'s (off the request path); the
+  close sequence is ``teardown``'s.
 - A blocking ``call()`` waits on a ``CallWaiter``;
   the futures of ``request()`` are settled inside
   ``library_settling``, which collects their
@@ -32,38 +33,22 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Deque, List, Mapping, Optional, Sequence, Tuple
 
 from .. import messages
 from .._logs import get_logger
 from ..cancellation import CancellationBuilder
-from ..errors import JsonRpcError, MethodNotFound, RequestId, RequestTimeout, TransportClosed
-from ..runtime.dispatch import answer_request, run_notification
+from ..errors import JsonRpcError, RequestId, RequestTimeout, TransportClosed
 from ..runtime.scheduler import Scheduler, TimerHandle
-from ..runtime.workers import (
-    CallWaiter,
-    DrainQueue,
-    PoolClosed,
-    SerialLane,
-    WorkerPool,
-    current_worker,
-    library_settling,
-)
+from ..runtime.settling import CallbackRunner, CallWaiter, library_settling
+from ..runtime.workers import SerialLane, WorkerPool
 from ..transports.base import Transport, capabilities
 from .events import Answered, Event, Failed, Held, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
+from .peer_messages import PeerMessages
 from .protocol import Connection, fresh_error
 
 logger = get_logger("jsonrpc_threads.client")
 
-RequestHandler = Callable[[Any], Any]
-NotificationHandler = Callable[[Any], None]
-
-#: How long ``close()`` lets queued done-callbacks run before it returns.
-CALLBACK_SHUTDOWN_GRACE_S = 2.0
-#: Deadline of a cancellation notification's send (it runs on a handler worker).
-CANCELLATION_SEND_TIMEOUT_S = 5.0
-#: Deadline of the send of an answer to the peer's request.
-ANSWER_SEND_TIMEOUT_S = 30.0
 _NO_TIMER = float("inf")
 
 
@@ -89,7 +74,6 @@ class Shell:
         self.label = label
         self._transport = transport
         self.capabilities = capabilities(transport)
-        self._cancellation = cancellation
         self._scheduler = scheduler
         # lock guards core (every call but request() and notification()), _timer and _timer_at.
         self.lock = threading.Lock()
@@ -99,10 +83,11 @@ class Shell:
         self.lane = SerialLane(f"jsonrpc-notify[{label}]")
         self.workers = WorkerPool(handler_workers, f"jsonrpc-handler[{label}]")
         self.callbacks = WorkerPool(handler_workers, f"jsonrpc-callback[{label}]")
-        self._settled = DrainQueue(self.callbacks, _run_deferred)
-        self.request_handlers: Dict[str, RequestHandler] = {}
-        self.notification_handlers: Dict[str, NotificationHandler] = {}
+        self._run_callbacks = CallbackRunner(self.callbacks, label)  # done-callbacks of settled futures
         self.observer: Optional[Any] = None  # sent(data), received(data), closed(error): see observe.py
+        self.peer = PeerMessages(
+            label, self.core, self.lane, self.workers, cancellation, self.send_message, self.notification_done
+        )
         self.on_cancel = self.withdraw  # one bound method for every future (not one each)
 
     # -- requests ---------------------------------------------------------------------------------------
@@ -236,7 +221,7 @@ class Shell:
             withdrawn = self.core.withdraw(request_id)
         if withdrawn:
             self._abandon([request_id])
-            self._send_cancellation(request_id, reason)
+            self.peer.cancelled(request_id, reason)
 
     def interrupted(self, request_id: RequestId, target: Any, error: BaseException) -> None:
         """The caller's thread was interrupted mid-request: settle it with ``error`` if still pending."""
@@ -245,7 +230,7 @@ class Shell:
         if withdrawn:
             target.settle_exception(error)
             self._abandon([request_id])
-            self._send_cancellation(request_id, f"Interrupted: {type(error).__name__}")
+            self.peer.cancelled(request_id, f"Interrupted: {type(error).__name__}")
 
     # -- what the transport reports (through the client's sink methods) -------------------------------
 
@@ -311,15 +296,21 @@ class Shell:
                 self._timer, self._timer_at = None, _NO_TIMER
         self.dispatch(events)
 
-    def shutdown(self, grace: float) -> None:
-        """Stop the workers (bounded: ``grace`` for handlers, CALLBACK_SHUTDOWN_GRACE_S for callbacks)."""
-        self.lane.shutdown(grace)
-        self.workers.shutdown(grace)
-        self.callbacks.shutdown(CALLBACK_SHUTDOWN_GRACE_S if grace else 0.0, drain=True)
+    def send_message(self, data: bytes, timeout: float) -> None:
+        """Send a message that expects no answer (ours to the peer's request, a cancellation) within ``timeout``.
 
-    def own_thread(self) -> bool:
-        """True on one of this client's own worker threads."""
-        return current_worker() in (self.workers, self.lane, self.callbacks)
+        Raises:
+            JsonRpcError, OSError, ValueError: as the transport's ``send``.
+        """
+        if self.observer is not None:
+            self.observer.sent(data)
+        self._transport.send(data, (), deadline=time.monotonic() + timeout)
+
+    def notification_done(self, ticket: int) -> None:
+        """The handler of the peer's notification ``ticket`` returned: release the answers that waited for it."""
+        with self.lock:
+            events = self.core.notification_done(ticket)
+        self.dispatch(events)
 
     # -- acting on the core's events --------------------------------------------------------------------
 
@@ -378,16 +369,13 @@ class Shell:
                     token.settle_timeout(method, request_id, timeout, hint)
         elif kind is PeerNotification:
             assert isinstance(event, PeerNotification)
-            try:
-                self.lane.submit(self._run_notification, self.notification_handlers[event.method], event)
-            except PoolClosed:
-                logger.debug("%s: notification %r after close dropped", self.label, event.method)
+            self.peer.notification(event)
         elif kind is PeerRequest:
-            self._submit(self._run_request, event)
+            assert isinstance(event, PeerRequest)
+            self.peer.request(event)
         elif kind is Rejected:
             assert isinstance(event, Rejected)
-            logger.warning("%s: invalid request from peer: %s", self.label, event.error)
-            self._submit(self.send_answer, event.answer)
+            self.peer.rejected(event)
         elif kind is Held:
             if type(event.token) is CallWaiter:  # type: ignore[attr-defined]
                 event.token.answer_held()  # type: ignore[attr-defined]
@@ -397,55 +385,6 @@ class Shell:
                 logger.warning("%s: skipping %s: %.300r", self.label, event.reason, event.detail)
             else:
                 logger.debug("%s: dropping %s (%.100r)", self.label, event.reason, event.detail)
-
-    def _run_callbacks(self, callbacks: List[Any]) -> None:
-        """Hand done-callbacks of futures the library settled to the callback workers."""
-        try:
-            self._settled.put(callbacks)
-        except PoolClosed:  # settled after close (rare): a thread of its own
-            drain = threading.Thread(
-                target=self._settled.drain,
-                kwargs={"counted": False},
-                name=f"jsonrpc-callback[{self.label}]",
-                daemon=True,
-            )
-            drain.start()
-
-    def _run_notification(self, handler: NotificationHandler, event: PeerNotification) -> None:
-        """On the lane: run the handler, then release the answers that waited for it."""
-        try:
-            run_notification(event.method, lambda: handler(event.params), self.label, logger)
-        finally:
-            with self.lock:
-                events = self.core.notification_done(event.ticket)
-            self.dispatch(events)
-
-    def _run_request(self, event: PeerRequest) -> None:
-        handler = self.request_handlers.get(event.method)
-        if handler is None:
-            error = MethodNotFound(f"Method not found: {event.method}")
-            answer = messages.encode(messages.error_message(event.request_id, error))
-        else:
-            params = event.params
-            answer = answer_request(event.request_id, event.method, lambda: handler(params), self.label, logger)
-        self.send_answer(answer)
-
-    def send_answer(self, data: bytes) -> None:
-        """Send an answer to the peer (failures are logged: the peer is gone)."""
-        if self.observer is not None:
-            self.observer.sent(data)
-        try:
-            self._transport.send(data, (), deadline=time.monotonic() + ANSWER_SEND_TIMEOUT_S)
-        except (JsonRpcError, OSError, ValueError) as exc:
-            logger.debug("%s: could not send an answer: %s", self.label, exc)
-
-    def _submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        try:
-            self.workers.submit(fn, *args)
-        except PoolClosed:
-            logger.debug("%s: work after close dropped", self.label)
-
-    # -- deadlines and giving up ---------------------------------------------------------------------------
 
     def _arm_locked(self, deadline: float) -> None:
         """With lock held: the one timer of this client, at ``deadline``."""
@@ -481,9 +420,9 @@ class Shell:
         """Requests that timed out together: the transport told once, the peer each (on a worker)."""
         for event in timed_out:
             self._abandon(event.request_ids)
-            if self._cancellation is not None:
+            if self.peer.sends_cancellations:
                 for request_id, timeout in zip(event.request_ids, event.timeouts):
-                    self._send_cancellation(request_id, f"Request timed out after {timeout}s")
+                    self.peer.cancelled(request_id, f"Request timed out after {timeout}s")
 
     def _abandon(self, request_ids: List[RequestId]) -> None:
         """Let the transport drop what it still holds of these requests (queued frames, open streams)."""
@@ -494,31 +433,5 @@ class Shell:
             except Exception:
                 logger.exception("%s: the transport failed to abandon %d request(s)", self.label, len(request_ids))
 
-    def _send_cancellation(self, request_id: RequestId, reason: str) -> None:
-        """Build and send the cancellation notification on a handler worker (the builder may be the caller's)."""
-        if self._cancellation is not None and not self.core.closed:
-            self._submit(self._notify_cancelled, request_id, reason)
 
-    def _notify_cancelled(self, request_id: RequestId, reason: str) -> None:
-        builder = self._cancellation
-        notification = builder(request_id, reason) if builder is not None else None
-        if notification is None:
-            return
-        method, params = notification
-        data = Connection.notification(method, params)
-        if self.core.closed:
-            return
-        if self.observer is not None:
-            self.observer.sent(data)
-        try:
-            self._transport.send(data, (), deadline=time.monotonic() + CANCELLATION_SEND_TIMEOUT_S)
-        except (JsonRpcError, OSError, ValueError) as exc:
-            logger.debug("%s: could not send %s: %s", self.label, method, exc)
-
-
-def _run_deferred(item: Any) -> None:
-    """A callback worker: the done-callbacks of one future the library settled."""
-    item.run()
-
-
-__all__ = ["ANSWER_SEND_TIMEOUT_S", "CALLBACK_SHUTDOWN_GRACE_S", "CANCELLATION_SEND_TIMEOUT_S", "Shell"]
+__all__ = ["Shell"]

@@ -16,9 +16,10 @@ functions, usable without a server.
 from __future__ import annotations
 
 from ..errors import RequestCancelled
-from .client import CLOSE_BOUND_S, EXIT_GRACE_S, EXIT_SEND_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, LspClient
+from .client import LspClient
 from .documents import LANGUAGE_IDS, language_id_for
 from .positions import DEFAULT_ENCODING, ENCODINGS, UTF8, UTF16, UTF32, offset_from_position, position_from_offset
+from .shutdown import CLOSE_BOUND_S, EXIT_GRACE_S, EXIT_SEND_TIMEOUT_S, SHUTDOWN_TIMEOUT_S
 from .uris import path_to_uri, uri_to_path
 
 __all__ = [

@@ -21,6 +21,7 @@ headers (``StdioTransport`` with
   partial results joined into the call's result;
 - ``server_requests``: the answers to the server's own requests, and its
   log messages;
+- ``shutdown``: the end, ``shutdown`` and ``exit``, and the reclaim after it;
 - ``positions`` and ``uris``: pure conversions.
 
 Deadlines.  Every public call makes its deadline as it enters (its
@@ -56,12 +57,11 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, check_timeout
-from .._logs import get_logger
 from .._version import __version__
 from ..client import DEFAULT_HANDLER_WORKERS, JsonRpcClient, Timeout
-from ..errors import JsonRpcError, RequestTimeout, TransportClosed
+from ..errors import RequestTimeout, TransportClosed
 from ..transports.base import Transport
-from ..transports.stdio import CLOSE_WAIT_S, StdioTransport
+from ..transports.stdio import StdioTransport
 from .capabilities import SYNC_NONE, SyncOptions, client_capabilities, negotiated_encoding, sync_options
 from .diagnostics import PUBLISH_METHOD, DiagnosticsBoard
 from .documents import DocumentStore
@@ -71,27 +71,12 @@ from .positions import DEFAULT_ENCODING, UTF16
 from .progress import PROGRESS_METHOD, ProgressCallback, ProgressRouter
 from .queries import PositionQueries
 from .server_requests import Handler, ServerRequests
+from .shutdown import CLOSE_BOUND_S, EXIT_SEND_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, reclaim_after_exit, say_goodbye
 from .uris import PathOrUri, as_uri, uri_to_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..messages import Params
-
-logger = get_logger(__name__)
-
-#: How long ``LspClient.close`` waits for the answer to ``shutdown``.
-SHUTDOWN_TIMEOUT_S = 2.0
-#: How long ``LspClient.close`` may take to send ``exit``.
-EXIT_SEND_TIMEOUT_S = 1.0
-#: How long a server that answered ``shutdown`` and was sent ``exit`` gets to exit
-#: (its stdin closed too) before its process tree is terminated: after ``shutdown``
-#: there is nothing left for it to do, and some servers (jedi-language-server)
-#: take seconds to exit by themselves.
-EXIT_GRACE_S = 0.5
-#: The longest ``LspClient.close`` takes: ``shutdown``, ``exit``, then the
-#: transport's reclaim of a child that ignores everything (stdin closed,
-#: terminate, kill, each with its grace).
-CLOSE_BOUND_S = SHUTDOWN_TIMEOUT_S + EXIT_SEND_TIMEOUT_S + CLOSE_WAIT_S
 
 _client_numbers = itertools.count(1)
 
@@ -327,8 +312,8 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
             self._closed.wait(CLOSE_BOUND_S)
             return
         try:
-            if self._handshake.succeeded() and not self._rpc.closed and self._say_goodbye():
-                self._reclaim_after_exit()
+            if self._handshake.succeeded() and not self._rpc.closed and say_goodbye(self._rpc):
+                reclaim_after_exit(self._rpc)
         finally:
             try:
                 self._rpc.close()  # fails an initialize still pending: the handshake's thread ends
@@ -336,27 +321,6 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
                 self._handshake.close()
                 self._board.close(TransportClosed("LspClient closed"))
                 self._closed.set()
-
-    def _say_goodbye(self) -> bool:
-        """``shutdown``, then ``exit``; True when the server answered the one and was sent the other."""
-        answered = False
-        try:
-            self._rpc.call("shutdown", None, timeout=SHUTDOWN_TIMEOUT_S)
-            answered = True
-        except JsonRpcError as exc:
-            logger.debug("shutdown was not answered: %s", exc)
-        try:
-            self._rpc.notify("exit", None, timeout=EXIT_SEND_TIMEOUT_S)
-        except JsonRpcError as exc:
-            logger.debug("exit could not be sent: %s", exc)
-            return False
-        return answered
-
-    def _reclaim_after_exit(self) -> None:
-        """A child told ``exit`` gets ``EXIT_GRACE_S`` to go, not a stdin close's full grace."""
-        transport = self._rpc.transport
-        if isinstance(transport, StdioTransport):
-            transport.close(stdin_grace=EXIT_GRACE_S)
 
     @property
     def closed(self) -> bool:

@@ -163,16 +163,12 @@ class SharedStep(Generic[T]):
                 thread.daemon = True
                 self._thread = thread
                 thread.start()
-        done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
-        while not done and not deadline.expired:
-            done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
-        if not done:
+
+        def timed_out() -> RequestTimeout:
             hint = f"{what} was still waiting for {budget.doing}" + (f"; {budget.note}" if budget.note else "")
-            raise RequestTimeout(budget.doing, None, deadline.timeout, hint)
-        error = future.exception()
-        if error is not None:  # one error for many callers: each raises a copy (a fresh traceback)
-            raise copy.copy(error) from None
-        return future.result()
+            return RequestTimeout(budget.doing, None, deadline.timeout, hint)
+
+        return wait_for_outcome(future, deadline, timed_out)
 
     def close(self) -> None:
         """Wait (bounded, ``STEP_JOIN_S``) for a step still running; call after closing its transport."""
@@ -200,4 +196,27 @@ class SharedStep(Generic[T]):
             self._budget = None
 
 
-__all__ = ["STEP_JOIN_S", "Budget", "SharedStep"]
+def wait_for_outcome(future: Future[T], deadline: Deadline, timed_out: Callable[[], BaseException]) -> T:
+    """Wait for a shared step's ``future`` no longer than this caller's ``deadline``.
+
+    Returns:
+        The step's result.
+
+    Raises:
+        BaseException: what ``timed_out()`` makes, when ``deadline`` passed
+            first (the step goes on for the others); a copy of the step's
+            error (one error for many callers: each raises its own, with a
+            fresh traceback).
+    """
+    done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
+    while not done and not deadline.expired:
+        done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
+    if not done:
+        raise timed_out()
+    error = future.exception()
+    if error is not None:
+        raise copy.copy(error) from None
+    return future.result()
+
+
+__all__ = ["STEP_JOIN_S", "Budget", "SharedStep", "wait_for_outcome"]

@@ -36,7 +36,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Tuple
 
 from ..errors import JsonRpcError, RequestTimeout, TransportClosed
-from ..observe import add_stats
+from ..observe import STAT_KEYS, add_stats
 from .errors import ServerUnavailable
 from .restarts import StopHistory
 from .supervision import CLOSED, Settings
@@ -112,17 +112,29 @@ class ServerState:
 
     # -- what it reports ---------------------------------------------------------------------
 
-    def snapshot(self) -> Tuple[Dict[str, Any], Optional[McpClient]]:
-        """``{"state", "restarts", "last_error"}``, and the client whose process is the server's now."""
+    def status(self) -> Dict[str, Any]:
+        """``{"state", "pid", "restarts", "last_error"}``; ``pid``: the process of the server's client now, if any."""
         with self._lock:
             client = self._client if self.state == RUNNING else self._starting
-            return {"state": self.state, "restarts": self.restarts, "last_error": self.last_error}, client
+            status = {"state": self.state, "pid": None, "restarts": self.restarts, "last_error": self.last_error}
+        pid = getattr(client.rpc.transport, "pid", None) if client is not None else None
+        status["pid"] = pid if isinstance(pid, int) else None
+        return status
 
-    def counters(self) -> Tuple[Dict[str, int], List[McpClient], int]:
-        """The counters of the sessions that ended, the live clients, and the restarts."""
+    def stats(self) -> Dict[str, int]:
+        """The counters of every session (``McpClient.stats()``: those that ended, and the live ones), and the restarts.
+
+        The live clients are asked with no lock held.
+        """
         with self._lock:
             live = [client for client in (self._client, self._starting) if client is not None]
-            return dict(self._retired), live, self.restarts
+            total, restarts = dict(self._retired), self.restarts
+        for key in STAT_KEYS:
+            total.setdefault(key, 0)
+        for client in live:
+            add_stats(total, client.stats())
+        total["restarts"] = restarts
+        return total
 
     def failure(self) -> Optional[ServerUnavailable]:
         """The error the server is failed with, or ``None``."""

@@ -7,7 +7,8 @@ worker: the transport, the ``McpClient`` (its
 hooks attached to its connection, so they follow it through a fallback to
 the legacy transport), the handshake and the first ``tools/list``, all
 within one deadline made from ``startup_timeout`` as the start begins.
-``describe_start_failure`` turns what a start or a session ended with
+``session_hook`` is what every JSON-RPC client of a session gets (its close
+listener, the wire trace).  ``describe_start_failure`` turns what a start or a session ended with
 into the one line that ``status()``, the log and the command line show.
 ``refresh_all`` and ``stop_all`` work on many supervisors at once.
 
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Sequen
 from .._deadlines import Deadline, check_timeout
 from ..client import JsonRpcClient
 from ..errors import JsonRpcError, RequestTimeout, TransportClosed
-from ..observe import ToolTracing, WireMessage
+from ..observe import ToolTracing, WireMessage, add_close_listener, trace_wire
 from ..transports.base import Transport
 from ..transports.config import ServerConfig
 from .background import Background
@@ -193,6 +194,34 @@ def start_session(
             transport.close()
         raise
     return client, listing
+
+
+def session_hook(
+    name: str,
+    config: Optional[ServerConfig],
+    settings: Settings,
+    on_stop: Callable[[McpClient, TransportClosed], None],
+) -> SessionHook:
+    """The hook ``start_session`` attaches to every JSON-RPC client of a server's sessions.
+
+    Each gets a close listener, which calls ``on_stop(client, error)`` on the
+    thread that saw the end (unless the client was replaced meanwhile: the
+    first of a fallback to the legacy transport is no stop), and the wire
+    trace when ``settings`` asks for one.  Both survive a fallback.
+    """
+    headers = config.headers if config is not None else None
+
+    def hook(client: McpClient, rpc: JsonRpcClient) -> None:
+        def closed(error: TransportClosed) -> None:
+            if client.rpc is rpc:
+                on_stop(client, error)
+
+        add_close_listener(rpc, closed)
+        callback = settings.wire_trace
+        if callback is not None:
+            trace_wire(rpc, lambda message: callback(name, message), headers=headers)
+
+    return hook
 
 
 def _open_listen_stream(client: McpClient) -> None:

@@ -32,20 +32,26 @@ import copy
 import functools
 import logging
 from concurrent.futures import Future
-from concurrent.futures import wait as futures_wait
 from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
-from .._deadlines import Deadline, wait_slice
-from ..client import JsonRpcClient
+from .._deadlines import Deadline
 from ..errors import ConfigError, JsonRpcError, RequestTimeout, TransportClosed
-from ..observe import STAT_KEYS, add_close_listener, add_stats, trace_wire
 from ..transports.config import ServerConfig
 from .errors import ServerUnavailable, UnknownTool
+from .flight import wait_for_outcome
 from .progress import ProgressCallback
 from .server_state import FAILED, IDLE, RESTARTING, RUNNING, STARTING, STATES, ServerState, Stop
 from .session import McpClient
 from .session_timers import SessionTimers
-from .supervision import CLOSED, Settings, TransportFactory, describe_start_failure, start_session, stop_error
+from .supervision import (
+    CLOSED,
+    Settings,
+    TransportFactory,
+    describe_start_failure,
+    session_hook,
+    start_session,
+    stop_error,
+)
 from .tool_cache import ToolCache
 from .types import CallToolResult, Tool
 
@@ -93,6 +99,7 @@ class ServerSupervisor:
         self._timers = SessionTimers(
             name, settings, is_current=self._state.is_current, on_idle=self._idle, on_unhealthy=self._stopped
         )
+        self._hook = session_hook(name, config, settings, self._stopped)
 
     # -- what it reports ----------------------------------------------------------------------
 
@@ -119,24 +126,11 @@ class ServerSupervisor:
         if self.config_error is not None:
             return {"state": FAILED, "pid": None, "restarts": 0, "last_error": self.config_error.message}
         self._notice_stop()
-        snapshot, client = self._state.snapshot()
-        pid = getattr(client.rpc.transport, "pid", None) if client is not None else None
-        return {
-            "state": snapshot["state"],
-            "pid": pid if isinstance(pid, int) else None,
-            "restarts": snapshot["restarts"],
-            "last_error": snapshot["last_error"],
-        }
+        return self._state.status()
 
     def stats(self) -> Dict[str, int]:
         """The counters of every session of this server (``McpClient.stats()``), and its restarts."""
-        total, live, restarts = self._state.counters()
-        for key in STAT_KEYS:
-            total.setdefault(key, 0)
-        for client in live:
-            add_stats(total, client.stats())
-        total["restarts"] = restarts
-        return total
+        return self._state.stats()
 
     def needs_work(self) -> bool:
         """True when ``refresh_tools`` would start the server or fetch its tools."""
@@ -194,16 +188,13 @@ class ServerSupervisor:
 
         On time-out: ServerUnavailable for a start; RequestTimeout naming ``what`` else.
         """
-        done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
-        while not done and not deadline.expired:
-            done, _ = futures_wait((future,), timeout=wait_slice(deadline.at))
-        if not done:
+
+        def timed_out() -> JsonRpcError:
             if what:
-                raise RequestTimeout("tools/list", None, deadline.timeout, f"{what} was still running")
-            raise self._state.waited_too_long(deadline.timeout)
-        error = future.exception()
-        if error is not None:  # one error kept for many callers: raise a copy (a fresh traceback)
-            raise copy.copy(error) from None
+                return RequestTimeout("tools/list", None, deadline.timeout, f"{what} was still running")
+            return self._state.waited_too_long(deadline.timeout)
+
+        wait_for_outcome(future, deadline, timed_out)
 
     # -- the tool list and calls -------------------------------------------------------------
 
@@ -286,27 +277,27 @@ class ServerSupervisor:
             As ``session``, then as ``McpClient.call_tool``.
         """
         tracing = self._settings.tracing
-        span = carrier = None
-        if tracing is not None:
-            config = self.config
-            span, carrier = tracing.start(self.name, tool, config.transport if config is not None else "")
+        call = functools.partial(self._call_tool, tool, arguments, deadline, on_progress)
+        if tracing is None:
+            return call(None)
+        config = self.config
+        return cast(CallToolResult, tracing.traced(self.name, tool, config.transport if config else "", call))
+
+    def _call_tool(
+        self,
+        tool: str,
+        arguments: Optional[Mapping[str, Any]],
+        deadline: Deadline,
+        on_progress: Optional[ProgressCallback],
+        meta: Optional[Dict[str, str]],
+    ) -> CallToolResult:
+        client = self._acquire(deadline, lease=True)
         try:
-            client = self._acquire(deadline, lease=True)
-            try:
-                result = client.call_tool(
-                    tool, arguments, timeout=deadline.remaining(), on_progress=on_progress, meta=carrier
-                )
-            except RequestTimeout as exc:  # it had what was left of the call's timeout: name the whole
-                raise _whole(exc, deadline) from None
-            finally:
-                client.leases.release()
-        except BaseException as exc:
-            if tracing is not None:
-                tracing.end(span, error=exc)
-            raise
-        if tracing is not None:
-            tracing.end(span, tool_error=isinstance(result, Mapping) and result.get("isError") is True)
-        return result
+            return client.call_tool(tool, arguments, timeout=deadline.remaining(), on_progress=on_progress, meta=meta)
+        except RequestTimeout as exc:  # it had what was left of the call's timeout: name the whole
+            raise _whole(exc, deadline) from None
+        finally:
+            client.leases.release()
 
     # -- starting (on a background worker) --------------------------------------------------
 
@@ -321,7 +312,7 @@ class ServerSupervisor:
                 call_timeout=self.call_timeout(),
                 on_tools_changed=self._tools_changed,
                 adopt=functools.partial(self._state.adopt, future),
-                hook=self._attach,
+                hook=self._hook,
             )
         except BaseException as exc:
             self._start_failed(future, exc)
@@ -338,19 +329,6 @@ class ServerSupervisor:
         self._on_listed()
         logger.info("MCP server %r started with %d tools", self.name, len(listing.items))
         future.set_result(client)
-
-    def _attach(self, client: McpClient, rpc: JsonRpcClient) -> None:
-        """Every JSON-RPC client of a session gets the close listener and the wire trace: they survive a fallback."""
-        add_close_listener(rpc, functools.partial(self._rpc_closed, client, rpc))
-        callback = self._settings.wire_trace
-        if callback is not None:
-            headers = self.config.headers if self.config is not None else None
-            trace_wire(rpc, lambda message: callback(self.name, message), headers=headers)
-
-    def _rpc_closed(self, client: McpClient, rpc: JsonRpcClient, error: TransportClosed) -> None:
-        # On the thread that saw the end: a replaced client (the fallback's first) is no stop.
-        if client.rpc is rpc:
-            self._stopped(client, error)
 
     def _start_failed(self, future: Future[McpClient], exc: BaseException) -> None:
         """A start failed: the server is failed, or (a restart, within the bound) tried again after a backoff."""

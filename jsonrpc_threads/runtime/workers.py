@@ -1,4 +1,4 @@
-"""Daemon worker threads for user code: a pool, a queue drained by it, a serial lane, and waiting for them.
+"""Daemon worker threads for user code: a pool, a queue drained by it, and a serial lane.
 
 Theory of operation.  User code (handlers for the peer's requests,
 notification handlers, done-callbacks) runs on these threads: never on a
@@ -15,11 +15,9 @@ transport's reader thread, the timer thread, or under a library lock.
   holds up its own worker only.
 - ``SerialLane`` runs tasks one at a time, in submission order, on one
   thread of its own: a client's notifications go through it, in arrival order.
-- ``CallWaiter`` is what a blocking ``call()`` waits on (a lock held
-  from birth, released when settled; on a worker, it waits as
-  ``waiting_for_answer``), and ``library_settling`` the block in which
-  the library settles futures: their done-callbacks are collected there, for
-  the workers, instead of run on the settling (reader, timer) thread.
+
+What waits for these workers' answers, and what hands them done-callbacks,
+is ``jsonrpc_threads.runtime.settling``.
 
 Whatever a task or an item raises (``SystemExit`` included) is logged and the
 thread goes on: no user code can end a thread, nor leave a pool short of
@@ -370,123 +368,6 @@ class SerialLane:
             del fn, args
 
 
-# -- a caller waiting for its answer, and futures settled by the library ---------------------------
-
-
-class CallWaiter:
-    """The private future of one blocking ``call()``: settled once, waited on by its caller only."""
-
-    __slots__ = ("_error", "_held", "_lock", "_result", "_settled")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()  # released when settled
-        self._settled = False
-        self._held = False  # the answer is in, waiting for notification handlers to finish
-        self._result: Any = None
-        self._error: Optional[BaseException] = None
-
-    def settle_result(self, result: Any) -> None:
-        """The answer is in (a second settling is ignored)."""
-        if not self._settled:
-            self._result = result
-            self._settled = True
-            self._lock.release()
-
-    def settle_exception(self, error: BaseException) -> None:
-        """The request failed with ``error`` (a second settling is ignored)."""
-        if not self._settled:
-            self._error = error
-            self._settled = True
-            self._lock.release()
-
-    def settled(self) -> bool:
-        """True once the answer (or error) is in."""
-        return self._settled
-
-    def answer_held(self) -> None:
-        """The answer arrived but waits for notification handlers: a caller reading it stops reading."""
-        self._held = True
-
-    def answered(self) -> bool:
-        """True once settled, or once the answer arrived and waits for notification handlers.
-
-        What a caller that reads its own answer reads until: past this point
-        it only waits to be settled (``wait``), which the handlers' end
-        does at once, instead of polling a pipe that has nothing more for it.
-        """
-        return self._settled or self._held
-
-    def wait(self, deadline: Optional[float]) -> bool:
-        """Wait until settled or ``deadline`` (monotonic) passed; True if settled.  Interruptible."""
-        if self._settled:
-            return True
-        if _local.owner is None:
-            return self._wait(deadline)
-        with waiting_for_answer():  # a handler calling back: its pool may start another worker meanwhile
-            return self._wait(deadline)
-
-    def _wait(self, deadline: Optional[float]) -> bool:
-        lock = self._lock
-        while not lock.acquire(timeout=wait_slice(deadline)):
-            if deadline is not None and time.monotonic() >= deadline:
-                return self._settled
-        return True
-
-    def result(self) -> Any:
-        """The result once settled; raises the error it was settled with."""
-        error = self._error
-        if error is not None:
-            self._error = None  # no reference cycle through the traceback
-            raise error
-        return self._result
-
-
-class _Collecting(threading.local):
-    """Per thread: the done-callbacks a ``library_settling`` block collects (None outside one)."""
-
-    deferred: Optional[List[Any]] = None  # a class attribute: None on every other thread
-
-
-_collecting = _Collecting()
-
-
-def collected_callbacks() -> Optional[List[Any]]:
-    """Inside a ``library_settling`` block: the list that collects done-callbacks; else None."""
-    return _collecting.deferred
-
-
-class library_settling:
-    """``with library_settling(runner):`` around the library settling futures: their callbacks go to ``runner``.
-
-    A future's done-callbacks put themselves in ``collected_callbacks``
-    instead of running (``jsonrpc_threads.core.futures``); ``runner`` gets them all (a list, one
-    item a future, in the order the futures settled) when the outermost block
-    ends, and runs them on workers, never on this thread.  Nests.
-    """
-
-    __slots__ = ("_outer", "_runner")
-
-    def __init__(self, runner: Callable[[List[Any]], None]) -> None:
-        self._runner = runner
-
-    def __enter__(self) -> None:
-        self._outer = _collecting.deferred
-        if self._outer is None:
-            _collecting.deferred = []
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._outer is not None:
-            return
-        deferred = _collecting.deferred
-        _collecting.deferred = None
-        if deferred:
-            try:
-                self._runner(deferred)
-            except Exception:  # a runner that cannot take them must not stop the settling thread
-                logger.exception("done-callbacks could not be handed over")
-
-
 def _join_all(threads: List[threading.Thread], timeout: Optional[float]) -> None:
     """Join each thread but the current one, all within ``timeout`` together."""
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -499,13 +380,10 @@ def _join_all(threads: List[threading.Thread], timeout: Optional[float]) -> None
 
 
 __all__ = [
-    "CallWaiter",
     "DrainQueue",
     "PoolClosed",
     "SerialLane",
     "WorkerPool",
-    "collected_callbacks",
     "current_worker",
-    "library_settling",
     "waiting_for_answer",
 ]

@@ -16,16 +16,24 @@ over the size limit, ``ListenStream.stop`` or ``close()``.
 Stopping never blocks: it shuts down the socket of the GET in progress, so
 the thread ends at once instead of at its next event.
 
-Thread-safety: ``ListenStream.stop`` may be called from any thread.
+A transport has at most one listen stream running (``Listens``); one that
+was stopped (``reset_session``) may still be ending, and ``close`` waits for
+it too.
+
+Thread-safety: ``ListenStream.stop`` and every method of ``Listens`` may be
+called from any thread.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from typing import List, Optional
 
 from ...errors import HttpError, JsonRpcError, MessageTooLarge, TransportClosed
 from .._httpbase.endpoint import Endpoint
+from .._httpbase.errors import closed_error
 from .._httpbase.exchange import Exchange
 from .._httpbase.sink import SinkCalls
 from .._httpbase.stream import Resumption, SseStream, delivering
@@ -112,4 +120,90 @@ class ListenStream:
             self.answered.set()
 
 
-__all__ = ["ListenStream"]
+class Listens:
+    """The listen streams of one transport: the one running, and those stopped that may not have ended yet.
+
+    Args: as ``ListenStream``'s (every stream is made with them).
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        sink: SinkCalls,
+        *,
+        max_message_bytes: int,
+        max_failures: int,
+        read_timeout: float,
+    ) -> None:
+        self._endpoint = endpoint
+        self._sink = sink
+        self._max_message_bytes = max_message_bytes
+        self._max_failures = max_failures
+        self._read_timeout = read_timeout
+        # _lock guards _current, _stopped and _closed.
+        self._lock = threading.Lock()
+        self._current: Optional[ListenStream] = None
+        self._stopped: List[ListenStream] = []  # stopped, maybe not ended yet
+        self._closed = False
+
+    @property
+    def running(self) -> bool:
+        """True while the stream opened by ``open`` runs."""
+        current = self._current
+        return current is not None and current.alive
+
+    def open(self) -> threading.Event:
+        """Start a listen stream, unless one runs.
+
+        Returns:
+            The running stream's ``answered`` event.
+
+        Raises:
+            TransportClosed: after ``close``.
+        """
+        with self._lock:
+            if self._closed:
+                raise closed_error()
+            listen = self._current
+            if listen is None or not listen.alive:
+                listen = self._current = ListenStream(
+                    self._endpoint,
+                    self._sink,
+                    max_message_bytes=self._max_message_bytes,
+                    max_failures=self._max_failures,
+                    read_timeout=self._read_timeout,
+                )
+                listen.start()
+        return listen.answered
+
+    def reset(self) -> None:
+        """Stop the running stream (a new session opens its own).  Never blocks."""
+        with self._lock:
+            listen = self._current
+            self._current = None
+            if listen is not None:
+                self._stopped = [s for s in self._stopped if s.alive]
+                self._stopped.append(listen)
+        if listen is not None:
+            listen.stop()
+
+    def close(self) -> None:
+        """Stop every stream and refuse new ones; ``join`` then waits for them.  Never blocks."""
+        with self._lock:
+            self._closed = True
+            if self._current is not None:
+                self._stopped.append(self._current)
+            self._current = None
+            listens = list(self._stopped)
+        for listen in listens:
+            listen.stop()
+
+    def join(self, deadline: float) -> None:
+        """Wait (until ``deadline``, monotonic) for the stopped streams' threads to end."""
+        with self._lock:
+            listens = list(self._stopped)
+        for listen in listens:
+            listen.join(max(0.0, deadline - time.monotonic()))
+
+
+__all__ = ["ListenStream", "Listens"]

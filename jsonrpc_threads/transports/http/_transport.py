@@ -32,6 +32,9 @@ request an exchange carries is abandoned, the exchange stops: its socket is
 shut down, so the read ends at once and the pool thread is free for the next
 request, and it is never resumed (``_httpbase.exchange``).
 
+Which thread carries each exchange is ``_carriers``; the listen streams are
+``_listen``'s.
+
 Thread-safety: every method may be called from any number of threads.
 """
 
@@ -41,16 +44,14 @@ import functools
 import logging
 import threading
 import time
-from typing import Callable, List, Mapping, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 import requests.auth
 
 from ...errors import RequestId, RequestTimeout, TransportClosed
-from ...runtime.workers import PoolClosed, WorkerPool
 from .._httpbase.endpoint import Endpoint
 from .._httpbase.errors import DeadlinePassed, check_message_headers, closed_error
-from .._httpbase.exchange import Exchange, Inflight
-from .._httpbase.hooks import HookSenders
+from .._httpbase.exchange import Exchange
 from .._httpbase.settings import HeaderProvider, HttpSettings, check_url
 from .._httpbase.sink import SinkCalls
 from .._httpbase.wire import (
@@ -68,7 +69,8 @@ from .._httpbase.wire import (
 from ..base import MessageSink
 from ..redact import url_label
 from ._answers import MessageStream, OpenStreams
-from ._listen import ListenStream
+from ._carriers import Carriers
+from ._listen import Listens
 from ._post import Poster
 from ._session import SessionState, delete_session
 
@@ -164,28 +166,25 @@ class HttpTransport:
             add_headers=self._session.add_headers,
         )
         self._sink = SinkCalls(self.label, self._closing)
-        self._poster = Poster(
+        poster = Poster(
             self._endpoint,
             self._session,
             self._sink,
             max_message_bytes=max_message_bytes,
             max_resumptions=max_resumptions,
         )
-        self._inflight = Inflight()
-        self._pool = WorkerPool(max_workers, f"jsonrpc-http[{self.label}]")
-        # Only with hooks that may block: where messages without requests are sent.
-        self._hooks: Optional[HookSenders] = (
-            HookSenders(self.label, f"jsonrpc-http-send[{self.label}]", HOOK_SEND_WORKERS)
-            if self._endpoint.runs_user_code
-            else None
-        )
-        self._direct = _DirectCallers(max_workers)
+        self._carriers = Carriers(poster, self.label, max_workers, self._endpoint.runs_user_code)
         self._streams = OpenStreams(self._endpoint, settings)  # the answers open_stream hands to callers
-        # _lock guards _closed, _listen and _stopped_listens.
+        self._listens = Listens(
+            self._endpoint,
+            self._sink,
+            max_message_bytes=max_message_bytes,
+            max_failures=max_resumptions,
+            read_timeout=read_timeout,
+        )
+        # _lock guards _closed.
         self._lock = threading.Lock()
         self._closed = False
-        self._listen: Optional[ListenStream] = None
-        self._stopped_listens: List[ListenStream] = []  # stopped, maybe not ended yet
 
     # -- Transport ------------------------------------------------------------------------
 
@@ -240,21 +239,11 @@ class HttpTransport:
         if headers:
             check_message_headers(self.label, headers)
         if request_ids:
-            exchange = Exchange(request_ids, deadline, self.settings.read_timeout, headers)
-            self._inflight.add(exchange)
-            try:
-                self._pool.submit(self._carry_on_pool, exchange, data)
-            except PoolClosed:
-                self._inflight.remove(exchange)
-                raise closed_error() from None
+            self._carriers.submit(Exchange(request_ids, deadline, self.settings.read_timeout, headers), data)
             return
         started = time.monotonic()
-        exchange = Exchange((), deadline, self.settings.read_timeout, headers)
         try:
-            if self._hooks is None:
-                self._poster.post(exchange, data)
-            else:
-                self._hooks.run(exchange, functools.partial(self._poster.post, exchange, data))
+            self._carriers.post(Exchange((), deadline, self.settings.read_timeout, headers), data)
         except DeadlinePassed:
             raise _send_timeout(self.label, deadline, started) from None
 
@@ -287,22 +276,14 @@ class HttpTransport:
                 nothing was sent.
             HttpError: a message header that is not valid HTTP (nothing sent).
         """
-        if self._hooks is not None or (deadline is not None and deadline <= time.monotonic()):
+        carriers = self._carriers
+        if not carriers.can_drive or (deadline is not None and deadline <= time.monotonic()):
             return False
         if self._closed or self._sink.sink is None:
             raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
         if headers:
             check_message_headers(self.label, headers)
-        if not self._direct.enter():
-            return False
-        exchange = Exchange((request_id,), deadline, self.settings.read_timeout, headers)
-        self._inflight.add(exchange)
-        try:
-            self._poster.carry(exchange, data)
-        finally:
-            self._inflight.remove(exchange)
-            self._direct.leave()
-        return True
+        return carriers.drive(Exchange((request_id,), deadline, self.settings.read_timeout, headers), data)
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
         """The ``AbandonsRequests`` capability: the client settled these requests.
@@ -311,7 +292,7 @@ class HttpTransport:
         once: its socket is shut down (freeing the thread that read it) and it
         is never resumed.  Returns at once; never blocks.
         """
-        self._inflight.abandon(request_ids)
+        self._carriers.abandon(request_ids)
 
     def release_in_fork(self) -> None:
         """In a process forked after the transport was made: close this process's copies of its sockets.
@@ -334,37 +315,25 @@ class HttpTransport:
         with self._lock:
             first = not self._closed
             self._closed = True
-            listens = self._stopped_listens
-            if self._listen is not None:
-                listens.append(self._listen)
-            self._listen = None
-            self._stopped_listens = []
+        carriers = self._carriers
         if not first:
-            if not self._pool.in_worker():
+            if not carriers.in_worker():
                 self._close_done.wait(CLOSE_WAIT_S)
             return
         self._closing.set()
         try:
-            for listen in listens:
-                listen.stop()
+            self._listens.close()
             session_id = self._session.end()
             if session_id is not None:
-                if self._hooks is None:
-                    delete_session(self._endpoint, session_id)
-                else:
-                    delete = functools.partial(delete_session, self._endpoint, session_id)
-                    self._hooks.run_briefly(delete, 2 * DELETE_TIMEOUT_S)
-            self._inflight.stop_all()
+                carriers.run_briefly(
+                    functools.partial(delete_session, self._endpoint, session_id), 2 * DELETE_TIMEOUT_S
+                )
+            carriers.stop_all()
             self._streams.stop_all()
             self._endpoint.shutdown_all()  # ends every read in progress
-            self._pool.shutdown(CLOSE_JOIN_GRACE_S)
-            deadline = time.monotonic() + CLOSE_JOIN_GRACE_S
-            if self._hooks is not None:
-                self._hooks.shutdown(CLOSE_JOIN_GRACE_S)
-            self._direct.wait_idle(deadline)
+            deadline = carriers.shutdown(CLOSE_JOIN_GRACE_S)
             self._streams.join(deadline)
-            for listen in listens:
-                listen.join(max(0.0, deadline - time.monotonic()))
+            self._listens.join(deadline)
             self._endpoint.close()
         finally:
             self._sink.closed()
@@ -405,8 +374,7 @@ class HttpTransport:
     @property
     def listening(self) -> bool:
         """True while the GET stream opened by ``open_listen_stream`` is running."""
-        listen = self._listen
-        return listen is not None and listen.alive
+        return self._listens.running
 
     def reset_session(self) -> None:
         """Forget the session id (and stop the listen stream), to start a new session.
@@ -416,14 +384,7 @@ class HttpTransport:
         usually gone already.
         """
         self._session.reset()
-        with self._lock:
-            listen = self._listen
-            self._listen = None
-            if listen is not None:
-                self._stopped_listens = [s for s in self._stopped_listens if s.alive]
-                self._stopped_listens.append(listen)
-        if listen is not None:
-            listen.stop()
+        self._listens.reset()
 
     def open_listen_stream(self, *, wait: Optional[float] = None) -> None:
         """Open the GET stream on which the server may send requests and notifications.
@@ -444,21 +405,11 @@ class HttpTransport:
         if self.stateless:
             logger.debug("%s: no listen stream in the stateless revision", self.label)
             return
-        with self._lock:
-            if self._closed or self._sink.sink is None:
-                raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
-            listen = self._listen
-            if listen is None or not listen.alive:
-                listen = self._listen = ListenStream(
-                    self._endpoint,
-                    self._sink,
-                    max_message_bytes=self.settings.max_message_bytes,
-                    max_failures=self.settings.max_resumptions,
-                    read_timeout=self.settings.read_timeout,
-                )
-                listen.start()
+        if self._closed or self._sink.sink is None:
+            raise TransportClosed("HTTP transport closed" if self._closed else "HTTP transport not started")
+        answered = self._listens.open()
         if wait is not None:
-            listen.answered.wait(wait)
+            answered.wait(wait)
 
     def open_stream(
         self,
@@ -496,15 +447,6 @@ class HttpTransport:
         state = "closed" if self._closed else "open"
         return f"<HttpTransport {self.label} {state}>"
 
-    # -- internals ---------------------------------------------------------------------------
-
-    def _carry_on_pool(self, exchange: Exchange, data: bytes) -> None:
-        try:
-            if not (exchange.stopped or exchange.past_deadline()):  # else nobody waits for it any more
-                self._poster.carry(exchange, data)
-        finally:
-            self._inflight.remove(exchange)
-
 
 def _send_timeout(label: str, deadline: Optional[float], started: float) -> RequestTimeout:
     """What ``send`` without ids raises when its deadline passed first."""
@@ -512,49 +454,6 @@ def _send_timeout(label: str, deadline: Optional[float], started: float) -> Requ
     error = RequestTimeout("POST", None, seconds)
     error.message = f"{label}: the server did not accept the message within {seconds}s"
     return error
-
-
-class _DirectCallers:
-    """Callers running their call's exchange on their own thread (``drive_call``): how many, at most.
-
-    Args:
-        limit: the most at once (more callers use the pool).
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        # _lock guards _count; _idle is notified when it drops to 0.
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._count = 0
-        self._local = threading.local()  # .active: this thread is inside drive_call
-
-    def enter(self) -> bool:
-        """Count the calling thread in; False when full (or it is in already)."""
-        local = self._local
-        with self._lock:
-            if self._count >= self._limit or getattr(local, "active", False):
-                return False
-            self._count += 1
-        local.active = True
-        return True
-
-    def leave(self) -> None:
-        self._local.active = False
-        with self._lock:
-            self._count -= 1
-            if not self._count:
-                self._idle.notify_all()
-
-    def wait_idle(self, deadline: float) -> None:
-        """Wait (until ``deadline``) for the other direct callers, their reads interrupted."""
-        mine = 1 if getattr(self._local, "active", False) else 0
-        with self._lock:
-            while self._count > mine:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._idle.wait(left)
 
 
 __all__ = ["HttpTransport"]

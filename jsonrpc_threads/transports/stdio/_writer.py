@@ -32,23 +32,26 @@ requests it carried, and those queued, through ``fail_requests``; every later
 write raises.  ``StdinWriter.close_stdin`` first lets the queue drain
 (bounded), so a last notification (an LSP ``exit``) still reaches the child.
 
+The queue itself, its byte count and the chunks the writer thread takes from
+it, is ``_frames``.
+
 Thread-safety: every method may be called from any thread.
 """
 
 from __future__ import annotations
 
-import collections
 import errno
 import os
 import select
 import threading
 import time
-from typing import IO, Callable, Deque, List, Optional, Sequence, Tuple
+from typing import IO, Callable, List, Optional, Sequence
 
 from ..._deadlines import wait_slice
 from ..._logs import get_logger
 from ...errors import JsonRpcError, RequestId, TransportClosed
 from .._poll import POLL_SLICE_MS, notify_all_waiting
+from ._frames import Frame, FrameQueue, ids_of
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 
@@ -58,8 +61,6 @@ MAX_BACKLOG_BYTES = 64 * 1024 * 1024
 ATOMIC_WRITE_BYTES = int(getattr(select, "PIPE_BUF", 512))
 #: close_stdin(): after the queue had its time to drain, how long the writer gets to let go.
 WRITER_RELEASE_WAIT_S = 0.5
-#: The writer thread writes at most this much per system call.
-_WRITE_CHUNK_BYTES = 256 * 1024
 _CAN_POLL = hasattr(select, "poll")
 _CALLER = "caller"
 _THREAD = "thread"
@@ -67,19 +68,6 @@ _HOLDER = "holder"
 
 FailRequests = Callable[[Sequence[RequestId], JsonRpcError], None]
 ClosedError = Callable[[str], TransportClosed]
-
-
-class _Frame:
-    __slots__ = ("data", "offset", "request_ids")
-
-    def __init__(self, data: bytes, request_ids: Sequence[RequestId]) -> None:
-        self.data = data
-        self.request_ids = request_ids
-        self.offset = 0  # bytes of it already written (only ever the first frame of the queue)
-
-
-def _ids_of(frames: Sequence[_Frame]) -> List[RequestId]:
-    return [request_id for frame in frames for request_id in frame.request_ids]
 
 
 class StdinWriter:
@@ -120,18 +108,16 @@ class StdinWriter:
         self._on_stalled = on_stalled
         if _CAN_POLL:
             os.set_blocking(self._fd, False)
-        # _lock guards _queue, _queued_bytes, _owner, _in_flight, _error, _closed and
-        # _thread.  Two conditions on _lock: _work wakes the writer thread (handed
-        # the writing, or writing is over); _cond wakes those waiting for the queue
-        # to shrink or the owner to let go (room, close).  Apart, so that a caller
-        # letting go of a direct write never wakes the writer thread for nothing.
+        # _lock guards _queue (its counts too), _owner, _error, _closed and _thread.
+        # Two conditions on _lock: _work wakes the writer thread (handed the writing,
+        # or writing is over); _cond wakes those waiting for the queue to shrink or
+        # the owner to let go (room, close).  Apart, so that a caller letting go of
+        # a direct write never wakes the writer thread for nothing.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._work = threading.Condition(self._lock)
-        self._queue: Deque[_Frame] = collections.deque()
-        self._queued_bytes = 0
+        self._queue = FrameQueue()
         self._owner: Optional[str] = None  # who writes now: everybody else queues
-        self._in_flight = 0  # frames at the head of the queue the writer thread is writing now
         self._error: Optional[str] = None  # why writing is over (broken pipe, closed)
         self._closed = False  # stdin was closed
         self._thread: Optional[threading.Thread] = None
@@ -147,7 +133,7 @@ class StdinWriter:
     @property
     def backlog_bytes(self) -> int:
         """Bytes queued and not written yet."""
-        return self._queued_bytes
+        return self._queue.queued_bytes
 
     def write(
         self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float], *, may_queue: bool = True
@@ -178,8 +164,7 @@ class StdinWriter:
             else:
                 stalled = self._wait_for_room(len(frame), deadline)
                 if stalled is None:
-                    self._queue.append(_Frame(frame, request_ids))
-                    self._queued_bytes += len(frame)
+                    self._queue.add(frame, request_ids)
                     if self._owner is None:
                         self._hand_to_thread_locked()
         if stalled is not None:
@@ -216,42 +201,29 @@ class StdinWriter:
                 self._owner = None
                 notify_all_waiting(self._cond)  # the fast path: usually nobody waits
                 return
-            if self._queued_bytes > ATOMIC_WRITE_BYTES:
+            if self._queue.queued_bytes > ATOMIC_WRITE_BYTES:
                 self._hand_to_thread_locked()  # too much for one write that is whole or nothing
                 return
-            frames = list(self._queue)
-            self._queue.clear()
-            self._queued_bytes = 0
+            frames = self._queue.take_all()
             self._owner = _CALLER
         self._write_held(frames)
 
-    def _write_held(self, frames: List[_Frame]) -> None:
+    def _write_held(self, frames: List[Frame]) -> None:
         """release_hold(): ``frames`` (at most PIPE_BUF bytes) in one write; a failure fails their requests."""
         data = frames[0].data if len(frames) == 1 else b"".join([frame.data for frame in frames])
         try:
             failure = self._write_owned(data, (), frames)
         except BaseException:  # interrupted: whether they went out is not known, so never twice
-            self._fail_requests(_ids_of(frames), self._closed_error("Interrupted while its request was being written"))
+            self._fail_requests(ids_of(frames), self._closed_error("Interrupted while its request was being written"))
             raise
         if failure is not None:  # other callers' frames: their requests fail now, not at their deadlines
-            self._fail_requests(_ids_of(frames), self._write_failed(failure))
+            self._fail_requests(ids_of(frames), self._write_failed(failure))
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
         """Drop the still queued frames of these requests (not those being written)."""
-        dropped = set(request_ids)
         with self._lock:
-            if len(self._queue) <= self._in_flight:
-                return
-            kept: Deque[_Frame] = collections.deque()
-            for index, frame in enumerate(self._queue):
-                if index < self._in_flight or not frame.request_ids or frame.offset:
-                    kept.append(frame)
-                elif all(rid in dropped for rid in frame.request_ids):
-                    self._queued_bytes -= len(frame.data)
-                else:
-                    kept.append(frame)
-            self._queue = kept
-            self._cond.notify_all()
+            if self._queue.drop(request_ids):
+                self._cond.notify_all()
 
     def close_stdin(self, timeout: float) -> bool:
         """Let the queue drain (for up to ``timeout``), then close stdin.
@@ -332,7 +304,7 @@ class StdinWriter:
         return f"Write to {self._label} (pid {self._pid}) failed: {cause}"
 
     def _write_owned(
-        self, data: bytes, request_ids: Sequence[RequestId], frames: Optional[List[_Frame]] = None
+        self, data: bytes, request_ids: Sequence[RequestId], frames: Optional[List[Frame]] = None
     ) -> Optional[OSError]:
         """Write ``data`` (at most PIPE_BUF bytes) in one write, owning the writing, then hand the writing on.
 
@@ -360,11 +332,7 @@ class StdinWriter:
                     self._failed = self._error is None
                     self._break_locked(self._failure_text(failure))
                 elif completed and not written and self._error is None:
-                    if frames is None:
-                        self._queue.appendleft(_Frame(data, request_ids))
-                    else:
-                        self._queue.extendleft(reversed(frames))
-                    self._queued_bytes += len(data)
+                    self._queue.put_back(data, request_ids, frames)
                 if self._queue and self._error is None:
                     self._hand_to_thread_locked()
                 else:
@@ -380,13 +348,14 @@ class StdinWriter:
         Raises:
             TransportClosed: writing ended meanwhile.
         """
-        while self._queued_bytes and self._queued_bytes + size > MAX_BACKLOG_BYTES:
+        queue = self._queue
+        while queue.queued_bytes and queue.queued_bytes + size > MAX_BACKLOG_BYTES:
             if self._error is not None:
                 raise self._closed_error(self._error)
             if deadline is not None and time.monotonic() >= deadline:
                 reason = (
                     f"{self._label} (pid {self._pid}) does not read its stdin: "
-                    f"{self._queued_bytes} bytes have been waiting"
+                    f"{queue.queued_bytes} bytes have been waiting"
                 )
                 self._break_locked(reason)
                 return reason
@@ -413,15 +382,13 @@ class StdinWriter:
         with self._lock:
             reason = self._error
             failed = self._failed
-            skip = 0 if include_in_flight else self._in_flight
-            if reason is None or len(self._queue) <= skip:
+            if reason is None:
                 return
-            frames = [self._queue.popleft() for _ in range(len(self._queue))]
-            kept, frames = frames[:skip], frames[skip:]
-            self._queue.extend(kept)
-            self._queued_bytes = sum(len(frame.data) - frame.offset for frame in self._queue)
+            frames = self._queue.take_unwritten(include_in_flight=include_in_flight)
+            if not frames:
+                return
             self._cond.notify_all()
-        ids = _ids_of(frames)
+        ids = ids_of(frames)
         if ids:
             self._fail_requests(ids, (self._failed_error if failed else self._closed_error)(reason))
 
@@ -436,7 +403,7 @@ class StdinWriter:
                     if self._error is not None:
                         if self._owner == _THREAD:
                             self._owner = None
-                        self._in_flight = 0
+                        self._queue.in_flight = 0
                         self._cond.notify_all()
                         break
                     if self._owner == _THREAD:
@@ -449,45 +416,19 @@ class StdinWriter:
                     over = True
                 else:
                     over = False
-                    chunk, frames = self._take_locked()
+                    chunk, frames = self._queue.next_chunk()
             if over:
                 self._fail_queued(include_in_flight=True)
                 return
             failure = self._write_out(chunk, poller)
             with self._lock:
-                self._in_flight = 0
+                self._queue.in_flight = 0
                 if failure is None:
-                    self._complete_locked(frames, len(chunk))
+                    self._queue.written(frames, len(chunk))
                 else:
                     self._failed = self._error is None
                     self._break_locked(failure)
                 self._cond.notify_all()
-
-    def _take_locked(self) -> Tuple[bytes, int]:
-        """With _lock held: the next bytes to write, and how many whole frames they end."""
-        first = self._queue[0]
-        if first.offset or len(first.data) > _WRITE_CHUNK_BYTES:
-            end = min(len(first.data), first.offset + _WRITE_CHUNK_BYTES)
-            self._in_flight = 1
-            return first.data[first.offset : end], 1 if end == len(first.data) else 0
-        parts: List[bytes] = []
-        size = 0
-        for frame in self._queue:
-            if parts and (size + len(frame.data) > _WRITE_CHUNK_BYTES or frame.offset):
-                break
-            parts.append(frame.data)
-            size += len(frame.data)
-        self._in_flight = len(parts)
-        return (parts[0] if len(parts) == 1 else b"".join(parts)), len(parts)
-
-    def _complete_locked(self, finished: int, written: int) -> None:
-        """With _lock held: ``written`` bytes went out, ending ``finished`` frames at the head."""
-        self._queued_bytes -= written
-        if finished == 0:
-            self._queue[0].offset += written
-            return
-        for _ in range(finished):
-            self._queue.popleft()
 
     def _write_out(self, chunk: bytes, poller: Optional[select.poll]) -> Optional[str]:
         """Write all of ``chunk``, waiting in poll() while the pipe is full; why it failed, if it did."""
