@@ -566,6 +566,9 @@ class HttpPeer:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # Tests open dozens of connections at once (50 clients in test_leaks): the default
+    # backlog of 5 overflowed under load and the kernel reset connections.
+    request_queue_size = 128
     peer: HttpPeer
 
     def __init__(self, address: Tuple[str, int], handler: Any) -> None:
