@@ -19,6 +19,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -234,3 +236,16 @@ def scripted(peer: Optional[MemoryPeer] = None) -> MemoryTransport:
 
 
 __all__ = ["MemoryPeer", "error", "response", "scripted"]
+
+
+def run_command(*args: str, stdin: str = "", timeout: float) -> Tuple[int, str, str]:
+    """``python -m jsonrpc_threads *args`` in a child process: (exit code, stdout, stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "jsonrpc_threads", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr

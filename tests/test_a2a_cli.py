@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from typing import Iterator, Tuple
 
 import pytest
 
 from .a2a_support import AgentProcess, needs_a2a_sdk, seen
+from .helpers import run_command
 
 pytestmark = needs_a2a_sdk
 
@@ -31,15 +30,7 @@ def agent() -> Iterator[AgentProcess]:
 
 
 def a2a(*args: str, stdin: str = "") -> Tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "jsonrpc_threads", "a2a", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    return done.returncode, done.stdout, done.stderr
+    return run_command("a2a", *args, stdin=stdin, timeout=TIMEOUT_S)
 
 
 def test_a_message_reply_is_printed(agent: AgentProcess) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from .conftest import peer_command
+from .helpers import run_command
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("acp") is None,
@@ -31,15 +32,7 @@ AGENT = shlex.join(peer_command("acp_agent"))
 
 
 def acp(*args: str, stdin: str = "") -> Tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "jsonrpc_threads", "acp", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    return done.returncode, done.stdout, done.stderr
+    return run_command("acp", *args, stdin=stdin, timeout=TIMEOUT_S)
 
 
 def script(*steps: Dict[str, Any]) -> str:
