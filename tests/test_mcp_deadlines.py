@@ -224,10 +224,27 @@ def test_execute_bounds_the_first_start_of_the_server() -> None:
         started = time.monotonic()
         message = registry.execute(openai_call("mcp__slow__echo", {"text": "hi"}), timeout=1.0)
         assert time.monotonic() - started < 1.0 + LATE_S
-        assert message["content"].startswith("Error:") and "slow" in message["content"]
+        # Not "unknown tool": the server it may belong to was not up yet, and the message says so.
+        assert message["content"].startswith("Error: tool 'mcp__slow__echo' is unavailable:"), message
+        assert "not up within the call's deadline (1.0s)" in message["content"]
         # The start went on in the background: a later call finds the server.
         message = registry.execute(openai_call("mcp__slow__echo", {"text": "later"}), timeout=WAIT_S)
         assert message["content"] == "later"
+
+
+def test_a_name_looked_up_past_the_deadline_is_a_timeout_not_an_unknown_tool() -> None:
+    config = {"mcpServers": {"slow": slow_peer("--relist-delay", "30")}}
+    with make_registry(config) as registry:
+        assert "mcp__slow__echo" in [tool["name"] for tool in registry.tools()]
+        # A name not in the list makes the registry ask the server again; the answer is late.
+        started = time.monotonic()
+        message = registry.execute(openai_call("mcp__slow__added_later", {}), timeout=0.5)
+        assert time.monotonic() - started < 0.5 + LATE_S
+        assert message["content"].startswith("Error: tool 'mcp__slow__added_later' could not be looked up within 0.5s")
+        assert "nothing was called" in message["content"]
+        with pytest.raises(RequestTimeout):
+            registry.resolve("mcp__slow__added_later", timeout=0.2)
+        assert registry.execute(openai_call("mcp__slow__echo", {"text": "still here"}))["content"] == "still here"
 
 
 def test_execute_all_counts_every_calls_deadline_from_its_own_entry() -> None:

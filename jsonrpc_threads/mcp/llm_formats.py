@@ -285,6 +285,8 @@ def explain_lookup(name: str, exc: JsonRpcError) -> str:
     """Why a model's tool name cannot be called, for the model."""
     if isinstance(exc, UnknownTool):
         return f"unknown tool {name!r}; use one of the tools offered."
+    if isinstance(exc, RequestTimeout):
+        return f"tool {name!r} could not be looked up within {exc.timeout}s ({exc.message}); nothing was called."
     return f"tool {name!r} is unavailable: {exc.message}."
 
 

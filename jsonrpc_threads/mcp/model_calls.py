@@ -101,7 +101,9 @@ class ModelToolCalls:
 
         Raises:
             UnknownTool: no server offers it.
-            ServerUnavailable, ConfigError: the server it belongs to cannot start.
+            ServerUnavailable, ConfigError: the server it belongs to cannot start,
+                or (``timed_out``) was not up by the deadline.
+            RequestTimeout: the deadline passed before the server had listed its tools.
         """
         self._check_fork()
         server, tool = self._resolve(name, self._deadline(timeout, name, time.monotonic()))
@@ -208,13 +210,17 @@ class ModelToolCalls:
         # Start the servers it could belong to; fetch again the lists already known
         # (a tool may have appeared without a list_changed notification).
         usable = [server for server in candidates if server.config is not None]
-        refresh_all(usable, deadline, refresh=True, max_concurrency=self.max_concurrency)
+        errors = refresh_all(usable, deadline, refresh=True, max_concurrency=self.max_concurrency)
         hit = self._index.lookup(name)
         if hit is not None:
             return hit
+        # Not "unknown" when a server it may belong to could not say: its start failed
+        # (now or before), or the deadline passed before it was up or had listed its tools.
         failures = [error for error in (server.failure() for server in candidates) if error is not None]
         if failures:
             raise copy.copy(failures[0])
+        if errors:
+            raise errors[0]
         raise UnknownTool(name)
 
 

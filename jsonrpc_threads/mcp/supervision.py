@@ -278,22 +278,33 @@ def describe_start_failure(exc: BaseException) -> str:
 
 def refresh_all(
     supervisors: Sequence[ServerSupervisor], deadline: Deadline, *, refresh: bool = False, max_concurrency: int = 1
-) -> None:
-    """Start (or fetch the tools of) the servers that need it, concurrently, within ``deadline``; failures logged."""
+) -> List[JsonRpcError]:
+    """Start (or fetch the tools of) the servers that need it, concurrently, within ``deadline``.
+
+    Returns:
+        What the starts and fetches failed with, in the order of
+        ``supervisors`` (each also logged): a failed start (which the
+        supervisor remembers too), or a deadline that passed before a server
+        was up or its list was in (which it does not: the start goes on).
+    """
     todo = [supervisor for supervisor in supervisors if refresh or supervisor.needs_work()]
     if len(todo) == 1:
-        _refresh_quietly(todo[0], refresh, deadline)
+        outcomes = [_refresh_quietly(todo[0], refresh, deadline)]
     elif todo:
         with ThreadPoolExecutor(min(len(todo), max_concurrency), thread_name_prefix="jsonrpc-registry-start") as pool:
-            for _ in pool.map(lambda supervisor: _refresh_quietly(supervisor, refresh, deadline), todo):
-                pass
+            outcomes = list(pool.map(lambda supervisor: _refresh_quietly(supervisor, refresh, deadline), todo))
+    else:
+        outcomes = []
+    return [error for error in outcomes if error is not None]
 
 
-def _refresh_quietly(supervisor: ServerSupervisor, refresh: bool, deadline: Deadline) -> None:
+def _refresh_quietly(supervisor: ServerSupervisor, refresh: bool, deadline: Deadline) -> Optional[JsonRpcError]:
     try:
         supervisor.refresh_tools(deadline, refresh=refresh)
     except JsonRpcError as exc:
         logger.debug("server %r: %s", supervisor.name, exc)
+        return exc
+    return None
 
 
 def stop_all(supervisors: Sequence[ServerSupervisor]) -> None:

@@ -60,8 +60,10 @@ TOOLS = [
 class McpBehaviour:
     """What the server answers (shared by the stdio and the HTTP peer).  Thread-safe."""
 
-    def __init__(self, *, initialize_delay: float = 0.0, stateless: bool = False) -> None:
+    def __init__(self, *, initialize_delay: float = 0.0, relist_delay: float = 0.0, stateless: bool = False) -> None:
         self.initialize_delay = initialize_delay
+        self.relist_delay = relist_delay  # every tools/list but the first waits this long (or until stop)
+        self._lists = 0
         self.stateless = stateless
         self.cond = threading.Condition()
         self.methods: List[str] = []
@@ -114,6 +116,11 @@ class McpBehaviour:
         if method == "ping":
             return _result(rid, {})
         if method == "tools/list":
+            with self.cond:
+                self._lists += 1
+                again = self._lists > 1
+            if again:
+                self.stop.wait(self.relist_delay)
             return _result(rid, {"tools": TOOLS})
         if method == "tools/call":
             return self._call(rid, params, notify)
@@ -321,10 +328,14 @@ class SlowHttpPeer:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--initialize-delay", type=float, default=0.0)
+    parser.add_argument("--relist-delay", type=float, default=0.0)
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--stateless", action="store_true")
     args = parser.parse_args()
-    serve_stdio(McpBehaviour(initialize_delay=args.initialize_delay, stateless=args.stateless), args.silent)
+    behaviour = McpBehaviour(
+        initialize_delay=args.initialize_delay, relist_delay=args.relist_delay, stateless=args.stateless
+    )
+    serve_stdio(behaviour, args.silent)
 
 
 if __name__ == "__main__":
