@@ -852,6 +852,36 @@ def test_what_requests_adds_to_a_request_is_kept(peer: HttpPeer) -> None:
     assert auth.statuses == [200, 200, 200]  # the response hook the auth registered ran for each answer
 
 
+def test_a_small_request_goes_out_in_one_write(peer: HttpPeer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The direct path's connections write a request's head and body together (OneWrite): urllib3 alone
+    # writes them apart, which costs 14% a call with 16 threads on 2 CPUs. Observed on the real socket.
+    port = urlsplit(peer.url).port
+    writes: List[bytes] = []
+    sendall = socket.socket.sendall
+
+    def recording(sock: socket.socket, data: Any, *args: Any) -> None:
+        try:
+            ours = sock.getpeername()[1] == port  # the client's side (the peer's own writes go elsewhere)
+        except OSError:
+            ours = False
+        if ours:
+            writes.append(bytes(data))
+        sendall(sock, data, *args)
+
+    big = ["x" * 200_000]
+    with make_client(peer.url) as client:
+        assert client.call("echo", [1]) == [1]  # connected before counting
+        monkeypatch.setattr(socket.socket, "sendall", recording)
+        assert client.call("echo", ["small"]) == ["small"]
+        small_writes = list(writes)
+        del writes[:]
+        assert client.call("echo", big) == big
+        monkeypatch.undo()
+    assert len(small_writes) == 1, small_writes
+    assert small_writes[0].startswith(b"POST ") and small_writes[0].endswith(b'"params":["small"]}')
+    assert len(writes) == 2 and writes[0].startswith(b"POST ")  # a large body goes as it comes, after its head
+
+
 @pytest.mark.parametrize("chunked", [False, True])
 @pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
 def test_a_compressed_answer_is_decoded(peer: HttpPeer, content_type: str, chunked: bool) -> None:

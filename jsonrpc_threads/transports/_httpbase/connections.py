@@ -171,8 +171,12 @@ def _release(connection: Any) -> None:
         exchange.detach(connection)
 
 
-def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool]]:
-    """urllib3 pool classes whose connections record their sockets and attach to exchanges."""
+def _pool_classes(connections: Connections, mixin: Optional[type] = None) -> Dict[str, Type[HTTPConnectionPool]]:
+    """urllib3 pool classes whose connections record their sockets and attach to exchanges.
+
+    ``mixin``: a class whose methods come first in the connections' (a
+    strategy's way of writing, see ``direct``); it calls ``super()``.
+    """
 
     def connected(connection: Any) -> None:
         connection.connected_sock = connection.sock
@@ -195,11 +199,9 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
                 _attach(self)
             super().request(method, url, body, headers, **options)  # type: ignore[misc]
 
-    class _Connection(_Tracked, HTTPConnection):
-        pass
-
-    class _TlsConnection(_Tracked, HTTPSConnection):
-        pass
+    first: Tuple[type, ...] = (_Tracked,) if mixin is None else (mixin, _Tracked)
+    _Connection: Type[HTTPConnection] = type("_Connection", (*first, HTTPConnection), {})
+    _TlsConnection: Type[HTTPSConnection] = type("_TlsConnection", (*first, HTTPSConnection), {})
 
     class _Pool(HTTPConnectionPool):
         ConnectionCls = _Connection
@@ -223,8 +225,12 @@ def _pool_classes(connections: Connections) -> Dict[str, Type[HTTPConnectionPool
 class TrackedAdapter(requests.adapters.HTTPAdapter):
     """The plain adapter: our pool classes (see the module docstring); never retries, never redirects."""
 
+    #: What a subclass puts first in its connections' classes (see ``_pool_classes``).
+    connection_mixin: Optional[type] = None
+
     def __init__(self, connections: Connections, pool_maxsize: int) -> None:
-        self._pool_classes = _pool_classes(connections)  # before super(): it builds the pool manager
+        # Before super(): it builds the pool manager.
+        self._pool_classes = _pool_classes(connections, self.connection_mixin)
         super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=0)
 
     def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
