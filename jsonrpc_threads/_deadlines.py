@@ -72,6 +72,8 @@ def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
         TypeError: for a bool, a string or anything that is not a real number.
         ValueError: for a negative number or NaN.
     """
+    if type(timeout) is float and 0.0 <= timeout < NO_DEADLINE_AT_S:
+        return timeout  # the usual case, on every call (NaN fails the comparison and goes below)
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
@@ -152,7 +154,7 @@ class Deadline:
         """
         use_default = isinstance(timeout, UseDefault) or timeout is Ellipsis
         seconds = default if use_default else check_timeout(timeout, what)
-        return cls(seconds, deadline_after(seconds))
+        return cls(seconds, None if seconds is None else time.monotonic() + seconds)
 
     @classmethod
     def never(cls) -> Deadline:
@@ -161,7 +163,11 @@ class Deadline:
 
     def remaining(self) -> Optional[float]:
         """Seconds left (0.0 once passed); ``None`` for no deadline."""
-        return time_left(self.at)
+        at = self.at
+        if at is None:
+            return None
+        left = at - time.monotonic()
+        return left if left > 0.0 else 0.0
 
     @property
     def expired(self) -> bool:

@@ -240,6 +240,11 @@ class McpConnection:
         tracker: Optional[Tracker],
     ) -> Any:
         rpc = self._rpc
+        if progress is None and tracker is None:  # the usual request: no progress, no task
+            try:
+                return rpc.call(method, params, timeout=deadline.remaining(), headers=headers)
+            except RequestTimeout as exc:
+                raise _naming_whole(exc, deadline.timeout) from None
         if tracker is not None and tracker.cancelled():
             raise CancelledError()
         token = route = None
@@ -264,10 +269,7 @@ class McpConnection:
         except RequestTimeout as exc:
             if window is not None and exc.timeout == window:
                 raise  # no progress within the sliding timeout
-            whole = sliding if sliding is not None else deadline.timeout
-            if exc.timeout == whole:
-                raise
-            raise RequestTimeout(exc.method, exc.request_id, whole, exc.hint) from None  # the whole call's
+            raise _naming_whole(exc, sliding if sliding is not None else deadline.timeout) from None
         finally:
             if token is not None:
                 self.progress.close(token)
@@ -292,6 +294,13 @@ class McpConnection:
         if self.handshake.era == protocol.MODE_STATELESS and self.over_http():
             return None
         return mcp_cancellation(request_id, reason)
+
+
+def _naming_whole(exc: RequestTimeout, whole: Optional[float]) -> RequestTimeout:
+    """``exc``, or its twin naming ``whole``: a step had what was left, the message names the whole call's timeout."""
+    if exc.timeout == whole:
+        return exc
+    return RequestTimeout(exc.method, exc.request_id, whole, exc.hint)
 
 
 def _entered(deadline: Deadline) -> float:

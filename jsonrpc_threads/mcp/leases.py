@@ -24,6 +24,9 @@ from typing import Any, Callable, Optional
 
 from ..errors import TransportClosed
 
+#: Why a lease is refused once the session was closed for being idle.
+RETIRED = "the session was closed after idle_timeout unused; get it again"
+
 
 class Leases:
     """The leases on one session.  Thread-safe.
@@ -48,7 +51,7 @@ class Leases:
         """
         with self._lock:
             if self._retired:
-                raise TransportClosed("the session was closed after idle_timeout unused; get it again")
+                raise TransportClosed(RETIRED)
             self._held += 1
 
     def release(self, *_: Any) -> None:
@@ -59,11 +62,17 @@ class Leases:
                 self._since = self._clock()
 
     def __enter__(self) -> Leases:
-        self.take()
+        with self._lock:  # take(), written out: this runs around every request of a session
+            if self._retired:
+                raise TransportClosed(RETIRED)
+            self._held += 1
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.release()
+        with self._lock:  # release(), written out
+            self._held = max(0, self._held - 1)
+            if not self._held:
+                self._since = self._clock()
 
     @property
     def held(self) -> int:
@@ -86,4 +95,4 @@ class Leases:
             return max(0.0, self._clock() - self._since)
 
 
-__all__ = ["Leases"]
+__all__ = ["RETIRED", "Leases"]

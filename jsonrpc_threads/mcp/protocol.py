@@ -106,7 +106,7 @@ def arguments_object(arguments: Any, what: str = "arguments") -> Dict[str, Any]:
     """
     if arguments is None:
         return {}
-    if isinstance(arguments, Mapping):
+    if type(arguments) is dict or isinstance(arguments, Mapping):  # a dict: no ABC check on every tool call
         return dict(arguments)
     if isinstance(arguments, (str, bytes, bytearray)):
         raise TypeError(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
-from typing import List, Optional, Sequence, Tuple
+from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 from .types import Tool
 
@@ -40,6 +40,7 @@ class ToolCache:
         # _lock guards every field.
         self._lock = threading.Lock()
         self._tools: List[Tool] = []
+        self._names: FrozenSet[str] = frozenset()  # the names in _tools: offers() on every call looks them up
         self._listed = False
         self._listings = 0  # how many times the list was fetched
         self._changes = 0  # list_changed notifications received
@@ -99,6 +100,9 @@ class ToolCache:
         """
         with self._lock:
             self._tools = list(tools)
+            self._names = frozenset(
+                tool["name"] for tool in self._tools if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+            )
             self._listed = True
             self._listings += 1
             self._version += 1
@@ -109,6 +113,7 @@ class ToolCache:
         """The server failed: it offers nothing until it starts again."""
         with self._lock:
             self._tools = []
+            self._names = frozenset()
             self._listed = False
             self._expires_at = None
             self._version += 1
@@ -116,7 +121,7 @@ class ToolCache:
     def offers(self, name: str) -> bool:
         """True when the list as fetched has a tool ``name``."""
         with self._lock:
-            return self._listed and any(isinstance(tool, dict) and tool.get("name") == name for tool in self._tools)
+            return self._listed and name in self._names
 
     def join_fetch(self) -> Tuple[Future[None], bool]:
         """The shared fetch: the one under way and ``False``, or a new one and ``True`` (the caller runs it).
