@@ -277,9 +277,9 @@ class ServerSupervisor:
             As ``session``, then as ``McpClient.call_tool``.
         """
         tracing = self._settings.tracing
-        call = functools.partial(self._call_tool, tool, arguments, deadline, on_progress)
         if tracing is None:
-            return call(None)
+            return self._call_tool(tool, arguments, deadline, on_progress, None)
+        call = functools.partial(self._call_tool, tool, arguments, deadline, on_progress)
         config = self.config
         return cast(CallToolResult, tracing.traced(self.name, tool, config.transport if config else "", call))
 
