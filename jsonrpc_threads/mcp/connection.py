@@ -185,10 +185,11 @@ class McpConnection:
             RequestTimeout: ``deadline`` passed (its ``timeout`` is the whole call's).
             JsonRpcError: as ``JsonRpcClient.call``; MCP's codes as their classes.
         """
-        self.handshake.settle(deadline)
-        if self.handshake.era == protocol.MODE_STATELESS:
+        handshake = self.handshake
+        handshake.settle(deadline)
+        if handshake.era == protocol.MODE_STATELESS:
             return self.stateless.request(self._sender(progress, tracker), method, params, deadline)
-        generation = self.handshake.generation
+        generation = handshake.generation
         try:
             try:
                 return self._send(method, params, deadline, None, progress, tracker)
@@ -200,8 +201,12 @@ class McpConnection:
 
     def ping(self, deadline: Deadline) -> None:
         """``ping``; in the stateless era, which has none, ``server/discover`` (never from the cache)."""
-        self.handshake.settle(deadline)
-        if self.handshake.era == protocol.MODE_STATELESS:
+        handshake = self.handshake
+        if handshake.settled and handshake.era != protocol.MODE_STATELESS:
+            self.request("ping", None, deadline)  # the usual case: request() settles nothing more
+            return
+        handshake.settle(deadline)
+        if handshake.era == protocol.MODE_STATELESS:
             self.stateless.once(self._sender(), "server/discover", None, deadline)
         else:
             self.request("ping", None, deadline)

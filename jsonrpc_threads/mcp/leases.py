@@ -74,7 +74,11 @@ class Leases:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.release()
+        self._since = self._clock()  # release(), written out
+        try:
+            self._held.pop()
+        except IndexError:
+            pass
 
     @property
     def held(self) -> int:

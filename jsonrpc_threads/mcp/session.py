@@ -291,8 +291,9 @@ class McpClient(Closing, CatalogCalls):
 
         Raises as any request does.
         """
+        deadline = Deadline.after(timeout, self.default_timeout)
         with self.leases:
-            self._connection.ping(self._deadline(timeout))
+            self._connection.ping(deadline)
 
     def list_tools(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Tool]:
         """Every tool of the server, following ``nextCursor`` through all pages (``timeout`` bounds them all).
