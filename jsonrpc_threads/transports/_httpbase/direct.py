@@ -9,8 +9,9 @@ or its hooks, so most of that work gives the same answer every time.  This
 module is the one place that knows it; the plain path
 (``PlainSender`` over a ``TrackedAdapter``)
 is what it must behave like, and ``endpoint`` chooses it, once.  Each of
-its three parts pays for itself in a same-run A/B (``benchmarks/README.md``,
-"What the HTTP transport keeps of its tuning").
+its four parts pays for itself in a same-run A/B (``benchmarks/README.md``,
+"What the HTTP transport keeps of its tuning" and, for the one write, "The
+guard's second look").
 
 ``DirectSender`` keeps what matters, in the order ``requests`` does it:
 
