@@ -34,6 +34,7 @@ from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellati
 from ..errors import JsonRpcError, RequestId, TransportClosed
 from ..runtime.scheduler import Scheduler, default_scheduler
 from ..runtime.settling import CallWaiter
+from ..runtime.wake_pipes import PROCESS_WAKE_PIPES
 from ..transports.base import Transport, describe
 from .peer_messages import NotificationHandler, RequestHandler
 from .protocol import Connection
@@ -88,10 +89,12 @@ class JsonRpcClient(Closing):
         self._shell = Shell(transport, self._label, builder, handler_workers, scheduler or default_scheduler())
         self._made_in = _fork.generation  # a fork of this process may not use this client
         self._teardown = Teardown(self._shell, transport, self._label, self._made_in)
+        PROCESS_WAKE_PIPES.attach()  # what a call() waiting for its answer sleeps on; detached at close()
         try:
             transport.start(self)
         except BaseException:
             self._teardown.stop_workers(0.0)
+            PROCESS_WAKE_PIPES.detach()
             raise
 
     @property
@@ -185,7 +188,7 @@ class JsonRpcClient(Closing):
         deadline = None if resolved is None else time.monotonic() + resolved
         shell = self._shell
         request_id, data = shell.core.request(method, params)
-        waiter = CallWaiter()
+        waiter = CallWaiter(PROCESS_WAKE_PIPES)
         shell.register(request_id, method, resolved, None, waiter)  # its deadline is this thread's
         try:
             shell.drive(data, request_id, waiter, deadline, headers)
@@ -194,6 +197,8 @@ class JsonRpcClient(Closing):
         except BaseException as exc:  # interrupted (KeyboardInterrupt): never leave it behind
             shell.interrupted(request_id, waiter, exc)
             raise
+        finally:
+            waiter.finish()  # its wake pipe back to the pool, the settler's byte read
         return waiter.result()
 
     def notify(

@@ -24,6 +24,7 @@ import threading
 
 from .. import _fork
 from ..errors import TransportClosed
+from ..runtime.wake_pipes import PROCESS_WAKE_PIPES
 from ..runtime.workers import current_worker
 from ..transports.base import Transport
 from .shell import Shell
@@ -78,6 +79,7 @@ class Teardown:
             finally:
                 self.stop_workers(HANDLER_SHUTDOWN_GRACE_S)
         finally:
+            PROCESS_WAKE_PIPES.detach()  # attached when the client was made
             self._done.set()
 
     def transport_closed(self, error: TransportClosed) -> None:

@@ -3,8 +3,8 @@
 Theory of operation.  Two ways an answer reaches the thread that wants it,
 neither running user code on the thread that settles it:
 
-- ``CallWaiter`` is what a blocking ``call()`` waits on: a lock held from
-  birth, released when settled.  On a pool worker (a handler calling back
+- ``CallWaiter`` is what a blocking ``call()`` waits on: a wake pipe
+  (the waiter strategy, ``wake_pipes``), or a lock where there is none.  On a pool worker (a handler calling back
   into its client) it waits as ``waiting_for_answer``, so the pool may start
   another worker meanwhile (``jsonrpc_threads.runtime.workers``).
 - ``library_settling`` is the block in which the library settles the futures
@@ -24,43 +24,68 @@ from __future__ import annotations
 import threading
 import time
 
-from .._deadlines import wait_slice
+from .._deadlines import wait_slice, wait_slice_ms
 from .._logs import get_logger
+from .wake_pipes import WAIT_SLICE_MS, WakePipe, WakePipes
 from .workers import DrainQueue, PoolClosed, WorkerPool, current_worker, waiting_for_answer
 
 TYPE_CHECKING = False  # typing is not imported at run time: a tool server's pool lives beside this
 if TYPE_CHECKING:
+    from _thread import LockType
     from typing import Any, Callable, List, Optional
 
 logger = get_logger(__name__)
 
+#: finish(): the longest to wait for the byte of a settler that is on its way.
+WAKE_BYTE_WAIT_S = 1.0
+
 
 class CallWaiter:
-    """The private future of one blocking ``call()``: settled once, waited on by its caller only."""
+    """The private future of one blocking ``call()``: settled once, waited on by its caller only.
 
-    __slots__ = ("_error", "_held", "_lock", "_result", "_settled")
+    A caller that finds it unsettled sleeps on a wake pipe from ``pipes``
+    (the waiter strategy, ``wake_pipes``; a lock when there is none), and
+    calls ``finish`` once the call is over, in every case, to give the pipe back.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()  # released when settled
+    Args:
+        pipes: the pool to take a wake pipe from, or None to wait on a lock.
+    """
+
+    __slots__ = ("_error", "_guard", "_held", "_pipe", "_pipes", "_result", "_rouse", "_settled", "_woken")
+
+    def __init__(self, pipes: Optional[WakePipes] = None) -> None:
+        # _guard orders a settling against the caller going to sleep: the settler wakes the waiter that is there.
+        self._guard = threading.Lock()
         self._settled = False
         self._held = False  # the answer is in, waiting for notification handlers to finish
         self._result: Any = None
         self._error: Optional[BaseException] = None
+        self._pipes = pipes
+        self._pipe: Optional[WakePipe] = None  # the wake pipe the caller sleeps on, once it does
+        self._rouse: Optional[Callable[[], Any]] = None  # what wakes it: the pipe's post, or its lock's release
+        self._woken = False  # the wake pipe's byte was read
 
     def settle_result(self, result: Any) -> None:
         """The answer is in (a second settling is ignored)."""
-        if not self._settled:
+        with self._guard:
+            if self._settled:
+                return
             self._result = result
             self._settled = True
-            self._lock.release()
+            rouse = self._rouse
+        if rouse is not None:
+            rouse()
 
     def settle_exception(self, error: BaseException) -> None:
         """The request failed with ``error`` (a second settling is ignored)."""
-        if not self._settled:
+        with self._guard:
+            if self._settled:
+                return
             self._error = error
             self._settled = True
-            self._lock.release()
+            rouse = self._rouse
+        if rouse is not None:
+            rouse()
 
     def settled(self) -> bool:
         """True once the answer (or error) is in."""
@@ -83,17 +108,66 @@ class CallWaiter:
         """Wait until settled or ``deadline`` (monotonic) passed; True if settled.  Interruptible."""
         if self._settled:
             return True
+        pipes = self._pipes
+        pipe = pipes.take() if pipes is not None else None
+        lock: Optional[LockType] = None
+        if pipe is not None:
+            rouse: Callable[[], Any] = pipe.post
+        else:
+            lock = threading.Lock()
+            lock.acquire()
+            rouse = lock.release
+        with self._guard:
+            settled = self._settled
+            if not settled:
+                self._pipe, self._rouse = pipe, rouse
+        if settled:
+            if pipe is not None and pipes is not None:
+                pipes.give(pipe)  # nobody writes to it
+            return True
         if current_worker() is None:
-            return self._wait(deadline)
+            return self._sleep(pipe, lock, deadline)
         with waiting_for_answer():  # a handler calling back: its pool may start another worker meanwhile
-            return self._wait(deadline)
+            return self._sleep(pipe, lock, deadline)
 
-    def _wait(self, deadline: Optional[float]) -> bool:
-        lock = self._lock
-        while not lock.acquire(timeout=wait_slice(deadline)):
+    def _sleep(self, pipe: Optional[WakePipe], lock: Optional[LockType], deadline: Optional[float]) -> bool:
+        if pipe is None:
+            assert lock is not None
+            while not lock.acquire(timeout=wait_slice(deadline)):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return self._settled
+            return True
+        while True:
+            if pipe.wait(wait_slice_ms(deadline, WAIT_SLICE_MS)):
+                self._woken = True  # the byte is written after _settled is set
+                return True
+            if self._settled:  # its byte is late: finish() reads it
+                return True
             if deadline is not None and time.monotonic() >= deadline:
-                return self._settled
-        return True
+                return False
+
+    def finish(self) -> None:
+        """The call is over (settled, or about to be): give the wake pipe back once its byte is read.
+
+        The settler's byte comes at once (it is on its way); should it not
+        come within ``WAKE_BYTE_WAIT_S``, the pipe is never used again.
+        Never raises.
+        """
+        pipe = self._pipe
+        pipes = self._pipes
+        if pipe is None or pipes is None:
+            return
+        self._pipe = None
+        if not self._woken:
+            end = time.monotonic() + WAKE_BYTE_WAIT_S
+            while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
+                if time.monotonic() >= end:
+                    logger.warning("a wake pipe's byte did not come: the pipe is set aside")
+                    self._rouse = None
+                    pipes.drop(pipe)
+                    return
+        self._rouse = None  # its byte is read: nobody writes to it any more
+        pipes.give(pipe)
 
     def result(self) -> Any:
         """The result once settled; raises the error it was settled with."""
