@@ -149,8 +149,9 @@ def test_a_byte_that_never_comes_sets_the_pipe_aside(pipes: WakePipes, monkeypat
     monkeypatch.setattr(settling, "WAKE_BYTE_WAIT_S", 0.05)
     waiter = CallWaiter(pipes)
     assert not waiter.wait(time.monotonic() + 0.01)
+    waiter._rouse.pop()  # a settler took the wake-up and never wrote (a broken settler)
     set_aside = len(wake_pipes._SET_ASIDE)
-    waiter.finish()  # nobody settles it (a broken settler): bounded, and the pipe is never reused
+    waiter.finish()  # bounded, and the pipe is never reused
     assert len(wake_pipes._SET_ASIDE) == set_aside + 1
     stale = wake_pipes._SET_ASIDE.pop()
     waiter.settle_result(1)  # the late byte lands in the pipe set aside
@@ -160,6 +161,19 @@ def test_a_byte_that_never_comes_sets_the_pipe_aside(pipes: WakePipes, monkeypat
     for pipe in taken:
         assert pipe is not None
         pipes.give(pipe)
+
+
+def test_a_waiter_nobody_settles_gives_its_pipe_back_at_once(pipes: WakePipes) -> None:
+    waiter = CallWaiter(pipes)
+    assert not waiter.wait(time.monotonic() + 0.01)
+    start = time.monotonic()
+    waiter.finish()  # its wake-up taken back: no byte can come, none is waited for
+    assert time.monotonic() - start < settling.WAKE_BYTE_WAIT_S / 2
+    assert pipes.counts() == (1, 1)
+    waiter.settle_result(1)  # a late settling writes nothing
+    pipe = pipes.take()
+    assert pipe is not None and not pipe.wait(1)
+    pipes.give(pipe)
 
 
 def test_without_pipes_a_waiter_waits_on_a_lock() -> None:

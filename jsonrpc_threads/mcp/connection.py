@@ -189,7 +189,28 @@ class McpConnection:
         handshake.settle(deadline)
         if handshake.era == protocol.MODE_STATELESS:
             return self.stateless.request(self._sender(progress, tracker), method, params, deadline)
-        generation = handshake.generation
+        return self._in_session(method, params, deadline, progress, tracker)
+
+    def ping(self, deadline: Deadline) -> None:
+        """``ping``; in the stateless era, which has none, ``server/discover`` (never from the cache)."""
+        handshake = self.handshake
+        if not handshake.settled:
+            handshake.settle(deadline)
+        if handshake.era == protocol.MODE_STATELESS:
+            self.stateless.once(self._sender(), "server/discover", None, deadline)
+        else:
+            self._in_session("ping", None, deadline, None, None)
+
+    def _in_session(
+        self,
+        method: str,
+        params: Optional[Dict[str, Any]],
+        deadline: Deadline,
+        progress: Optional[Progress],
+        tracker: Optional[Tracker],
+    ) -> Any:
+        """One request of the session era, once the era is settled; a new session first should the old one expire."""
+        generation = self.handshake.generation
         try:
             try:
                 return self._send(method, params, deadline, None, progress, tracker)
@@ -198,18 +219,6 @@ class McpConnection:
                 return self._send(method, params, deadline, None, progress, tracker)
         except RemoteError as exc:  # a dual-era server uses MCP's codes in the session era too
             raise error_from_mcp(exc) from None
-
-    def ping(self, deadline: Deadline) -> None:
-        """``ping``; in the stateless era, which has none, ``server/discover`` (never from the cache)."""
-        handshake = self.handshake
-        if handshake.settled and handshake.era != protocol.MODE_STATELESS:
-            self.request("ping", None, deadline)  # the usual case: request() settles nothing more
-            return
-        handshake.settle(deadline)
-        if handshake.era == protocol.MODE_STATELESS:
-            self.stateless.once(self._sender(), "server/discover", None, deadline)
-        else:
-            self.request("ping", None, deadline)
 
     def notify(self, method: str, deadline: Deadline) -> None:
         """Send a notification of the session era (a new session first, when the old one expired)."""

@@ -47,45 +47,54 @@ class CallWaiter:
     (the waiter strategy, ``wake_pipes``; a lock when there is none), and
     calls ``finish`` once the call is over, in every case, to give the pipe back.
 
+    What wakes the caller (its pipe's ``post`` or its lock's ``release``)
+    sits in a one-place slot: the caller puts it there before its last look
+    at ``_settled``, a settler takes it after setting ``_settled``, and
+    whichever of the two takes it out (``list.pop`` is atomic) owns it, so a
+    caller is woken once and never sleeps past its settling, with no lock
+    taken on the way.  One settler at most settles a waiter (whoever removes
+    its id from the pending table); a second settling is ignored.
+
     Args:
         pipes: the pool to take a wake pipe from, or None to wait on a lock.
     """
 
-    __slots__ = ("_error", "_guard", "_held", "_pipe", "_pipes", "_result", "_rouse", "_settled", "_woken")
+    __slots__ = ("_error", "_held", "_pipe", "_pipes", "_result", "_rouse", "_settled", "_woken")
 
     def __init__(self, pipes: Optional[WakePipes] = None) -> None:
-        # _guard orders a settling against the caller going to sleep: the settler wakes the waiter that is there.
-        self._guard = threading.Lock()
         self._settled = False
         self._held = False  # the answer is in, waiting for notification handlers to finish
         self._result: Any = None
         self._error: Optional[BaseException] = None
         self._pipes = pipes
         self._pipe: Optional[WakePipe] = None  # the wake pipe the caller sleeps on, once it does
-        self._rouse: Optional[Callable[[], Any]] = None  # what wakes it: the pipe's post, or its lock's release
+        self._rouse: List[Callable[[], Any]] = []  # at most one: what wakes the caller (see the class docstring)
         self._woken = False  # the wake pipe's byte was read
 
     def settle_result(self, result: Any) -> None:
         """The answer is in (a second settling is ignored)."""
-        with self._guard:
-            if self._settled:
-                return
-            self._result = result
-            self._settled = True
-            rouse = self._rouse
-        if rouse is not None:
-            rouse()
+        if self._settled:
+            return
+        self._result = result
+        self._settled = True
+        if self._rouse:
+            self._wake()
 
     def settle_exception(self, error: BaseException) -> None:
         """The request failed with ``error`` (a second settling is ignored)."""
-        with self._guard:
-            if self._settled:
-                return
-            self._error = error
-            self._settled = True
-            rouse = self._rouse
-        if rouse is not None:
-            rouse()
+        if self._settled:
+            return
+        self._error = error
+        self._settled = True
+        if self._rouse:
+            self._wake()
+
+    def _wake(self) -> None:
+        try:
+            rouse = self._rouse.pop()
+        except IndexError:  # the caller took it back: it saw the settling itself
+            return
+        rouse()
 
     def settled(self) -> bool:
         """True once the answer (or error) is in."""
@@ -113,17 +122,14 @@ class CallWaiter:
         lock: Optional[LockType] = None
         if pipe is not None:
             rouse: Callable[[], Any] = pipe.post
+            self._pipe = pipe
         else:
             lock = threading.Lock()
             lock.acquire()
             rouse = lock.release
-        with self._guard:
-            settled = self._settled
-            if not settled:
-                self._pipe, self._rouse = pipe, rouse
-        if settled:
-            if pipe is not None and pipes is not None:
-                pipes.give(pipe)  # nobody writes to it
+        self._rouse.append(rouse)
+        if self._settled:  # settled meanwhile: take the rouse back, unless the settler has it
+            self.finish()
             return True
         if current_worker() is None:
             return self._sleep(pipe, lock, deadline)
@@ -147,26 +153,30 @@ class CallWaiter:
                 return False
 
     def finish(self) -> None:
-        """The call is over (settled, or about to be): give the wake pipe back once its byte is read.
+        """The call is over (settled, or about to be): give the wake pipe back, its byte read if one comes.
 
-        The settler's byte comes at once (it is on its way); should it not
-        come within ``WAKE_BYTE_WAIT_S``, the pipe is never used again.
-        Never raises.
+        A rouse still in the slot is taken back (no byte will come); one a
+        settler took means its byte is on its way: should it not come within
+        ``WAKE_BYTE_WAIT_S``, the pipe is never used again.  Never raises.
         """
         pipe = self._pipe
-        pipes = self._pipes
-        if pipe is None or pipes is None:
+        if pipe is None:
+            if self._rouse:  # a lock's release: taken back, or released by its settler, either is fine
+                self._rouse.clear()
             return
+        pipes = self._pipes
+        assert pipes is not None
         self._pipe = None
         if not self._woken:
-            end = time.monotonic() + WAKE_BYTE_WAIT_S
-            while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
-                if time.monotonic() >= end:
-                    logger.warning("a wake pipe's byte did not come: the pipe is set aside")
-                    self._rouse = None
-                    pipes.drop(pipe)
-                    return
-        self._rouse = None  # its byte is read: nobody writes to it any more
+            try:
+                self._rouse.pop()  # taken back: nobody writes to it
+            except IndexError:  # a settler has it: read its byte
+                end = time.monotonic() + WAKE_BYTE_WAIT_S
+                while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
+                    if time.monotonic() >= end:
+                        logger.warning("a wake pipe's byte did not come: the pipe is set aside")
+                        pipes.drop(pipe)
+                        return
         pipes.give(pipe)
 
     def result(self) -> Any:
