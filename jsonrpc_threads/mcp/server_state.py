@@ -160,6 +160,19 @@ class ServerState:
 
     # -- a caller needs the session ----------------------------------------------------------
 
+    def ready(self, *, lease: bool) -> Optional[McpClient]:
+        """The running session (leased when asked), or None: then ``need`` says what to do.
+
+        The usual case of every call, answered without building a ``Need``.
+        """
+        with self._lock:
+            client = self._client
+            if self.closed or self.state != RUNNING or client is None or client.rpc.closed:
+                return None
+            if lease:
+                client.leases.take()  # under the lock: the idle decision is taken under it too
+            return client
+
     def need(self, deadline_at: Optional[float], *, lease: bool) -> Need:
         """A caller needs the session by ``deadline_at`` (monotonic): what it must do.
 

@@ -170,6 +170,9 @@ class ServerSupervisor:
         if self.config is None:
             assert self.config_error is not None
             raise copy.copy(self.config_error)
+        client = self._state.ready(lease=lease)
+        if client is not None:
+            return client
         while True:
             need = self._state.need(deadline.at, lease=lease)
             if need.client is not None:

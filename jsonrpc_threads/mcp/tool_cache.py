@@ -37,10 +37,10 @@ class ToolCache:
     """The tool list of one server.  Thread-safe."""
 
     def __init__(self) -> None:
-        # _lock guards every field.
+        # _lock guards every field (_names is written under it, read without it: offers).
         self._lock = threading.Lock()
         self._tools: List[Tool] = []
-        self._names: FrozenSet[str] = frozenset()  # the names in _tools: offers() on every call looks them up
+        self._names: FrozenSet[str] = frozenset()  # the names in _tools (empty while not listed): offers() reads it
         self._listed = False
         self._listings = 0  # how many times the list was fetched
         self._changes = 0  # list_changed notifications received
@@ -119,9 +119,14 @@ class ToolCache:
             self._version += 1
 
     def offers(self, name: str) -> bool:
-        """True when the list as fetched has a tool ``name``."""
-        with self._lock:
-            return self._listed and name in self._names
+        """True when the list as fetched has a tool ``name``.
+
+        Lock-free (it runs on every call): the names are one frozenset,
+        empty until a list is stored and once cleared, replaced whole; a
+        list stored meanwhile is seen before or after, as by a call made a
+        moment earlier or later.
+        """
+        return name in self._names
 
     def join_fetch(self) -> Tuple[Future[None], bool]:
         """The shared fetch: the one under way and ``False``, or a new one and ``True`` (the caller runs it).

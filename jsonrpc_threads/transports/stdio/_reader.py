@@ -113,6 +113,10 @@ class StdoutReader:
         label, pid: for log lines and the thread's name.
         on_end: called on the reader thread with the reason, once the stream ended
             (not when the transport is closing: close() reports then).
+
+    Attributes:
+        ended: True once the stream ended (seen by the reader thread, or a caller).
+        closing: True once the transport began closing (``begin_close``).
     """
 
     def __init__(
@@ -136,10 +140,11 @@ class StdoutReader:
         self._view = memoryview(bytearray(_READ_CHUNK_BYTES))  # one kept buffer: no page faults per read
         self._undelivered: Deque[Frame] = collections.deque()  # decoded, not delivered yet
         self.bytes_read = 0  # how much stdout has carried so far (for a timeout's hint)
-        # _cond guards _end_reason, _closing and _quiet_stop.
+        # _cond guards _end_reason, ended, closing and _quiet_stop (ended and closing are read without it).
         self._cond = threading.Condition()
         self._end_reason: Optional[str] = None  # the stream ended (a caller saw it, or the thread)
-        self._closing = False
+        self.ended = False  # True once the stream ended (seen by the reader thread, or a caller)
+        self.closing = False  # True once the transport began closing
         self._quiet_stop = False
         # _fd_lock guards the closing of the descriptors below (and the pokes that write to _wake_w).
         self._fd_lock = threading.Lock()
@@ -154,16 +159,6 @@ class StdoutReader:
         self.thread = threading.Thread(target=self._run, name=f"jsonrpc-stdio-reader[{pid}]", daemon=True)
 
     # -- state ------------------------------------------------------------------------------------
-
-    @property
-    def ended(self) -> bool:
-        """True once the stream ended (seen by the reader thread, or a caller)."""
-        return self._end_reason is not None
-
-    @property
-    def closing(self) -> bool:
-        """True once the transport began closing."""
-        return self._closing
 
     @property
     def ended_at_eof(self) -> bool:
@@ -190,6 +185,7 @@ class StdoutReader:
         with self._cond:
             if self._end_reason is None:
                 self._end_reason = reason
+                self.ended = True
         self.poke()
 
     # -- control ------------------------------------------------------------------------------------
@@ -197,7 +193,7 @@ class StdoutReader:
     def begin_close(self) -> None:
         """The transport is closing: read stdout to its end (callers reading directly leave)."""
         with self._cond:
-            self._closing = True
+            self.closing = True
         self.gate.begin_close()
         self.poke()
 
@@ -230,13 +226,14 @@ class StdoutReader:
             reason = self._loop() if _CAN_POLL else self._loop_blocking()
         except Exception as exc:  # a read error ends the stream like EOF does
             reason = f"could not be read: {exc!r}"
-            if not self._closing:
+            if not self.closing:
                 _log.warning("[%s pid %d] stdout %s", self._label, self._pid, reason)
         finally:
             with self._cond:
                 if self._end_reason is None:
                     self._end_reason = reason
-                closing = self._closing
+                    self.ended = True
+                closing = self.closing
             # A caller still reading leaves within a poll slice (it sees the end, or closing).
             self.gate.wait_for_callers(time.monotonic() + EXIT_AFTER_EOF_WAIT_S)
             self.close_fds()
@@ -256,7 +253,7 @@ class StdoutReader:
             with self._cond:
                 if self._end_reason is not None:
                     return self._end_reason
-                closing, quiet_stop = self._closing, self._quiet_stop
+                closing, quiet_stop = self.closing, self._quiet_stop
             wait_ms = gate.reader_wait_ms(closing)
             watch = wait_ms is None
             if watch != registered:
