@@ -160,9 +160,7 @@ class CallWaiter:
         ``WAKE_BYTE_WAIT_S``, the pipe is never used again.  Never raises.
         """
         pipe = self._pipe
-        if pipe is None:
-            if self._rouse:  # a lock's release: taken back, or released by its settler, either is fine
-                self._rouse.clear()
+        if pipe is None:  # no pipe, or a lock: a late settler releasing a lock nobody waits on is harmless
             return
         pipes = self._pipes
         assert pipes is not None
