@@ -154,7 +154,7 @@ class Deadline:
         """
         if type(timeout) is float and 0.0 <= timeout < NO_DEADLINE_AT_S:  # the usual case, as in check_timeout
             return cls(timeout, time.monotonic() + timeout)
-        use_default = isinstance(timeout, UseDefault) or timeout is Ellipsis
+        use_default = timeout is DEFAULT_TIMEOUT or isinstance(timeout, UseDefault) or timeout is Ellipsis
         seconds = default if use_default else check_timeout(timeout, what)
         return cls(seconds, None if seconds is None else time.monotonic() + seconds)
 

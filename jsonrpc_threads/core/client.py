@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Opt
 
 from .. import _fork, messages
 from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, Timeout, UseDefault, check_timeout
+from .._deadlines import DEFAULT_TIMEOUT, NO_DEADLINE_AT_S, Timeout, UseDefault, check_timeout
 from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from ..errors import JsonRpcError, RequestId, TransportClosed
 from ..runtime.scheduler import Scheduler, default_scheduler
@@ -184,7 +184,10 @@ class JsonRpcClient(Closing):
         """
         if _fork.generation != self._made_in:
             self._teardown.check_process()
-        resolved = self.resolve_timeout(timeout)
+        if type(timeout) is float and 0.0 <= timeout < NO_DEADLINE_AT_S:  # the usual case (check_timeout's first line)
+            resolved: Optional[float] = timeout
+        else:
+            resolved = self.resolve_timeout(timeout)
         deadline = None if resolved is None else time.monotonic() + resolved
         shell = self._shell
         request_id, data = shell.core.request(method, params)
@@ -327,7 +330,7 @@ class JsonRpcClient(Closing):
         Raises:
             TypeError, ValueError: for a bad timeout (see ``check_timeout``).
         """
-        if isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
+        if timeout is DEFAULT_TIMEOUT or isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
             return self.default_timeout
         return check_timeout(timeout)
 

@@ -213,6 +213,11 @@ class McpConnection:
         generation = self.handshake.generation
         try:
             try:
+                if progress is None and tracker is None:  # the usual request: _send's first branch, written out
+                    try:
+                        return self._rpc.call(method, params, timeout=deadline.remaining())
+                    except RequestTimeout as exc:
+                        raise _naming_whole(exc, deadline.timeout) from None
                 return self._send(method, params, deadline, None, progress, tracker)
             except SessionExpired:
                 self.handshake.renew(generation, deadline)

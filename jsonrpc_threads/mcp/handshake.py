@@ -91,6 +91,9 @@ class Handshake:
         label: for logs and the step's thread.
 
     Attributes:
+        settled: True once the era is settled (False again while an expired
+            session is renewed).  Read on every request; only this class writes it.
+        generation: sessions started so far (a renewal is for the one that expired).
         era: ``"stateless"`` or ``"session"`` once settled, else ``None``.
         init_result: the ``initialize`` or ``server/discover`` result (``{}`` before).
         session_version: the revision ``initialize`` negotiated, or ``None``.
@@ -125,18 +128,13 @@ class Handshake:
         self._lock = threading.Lock()
         self._adjust: Dict[str, int] = {}  # stats() corrections (see the module docstring)
         self._quiet: Set[Any] = set()  # ids of initialize requests in flight: never cancelled on the wire
-        self._settled = False
-        self.generation = 0  # sessions started so far (a renewal is for the one that expired)
+        self.settled = False
+        self.generation = 0
         self.era: Optional[str] = None
         self.init_result: Dict[str, Any] = {}
         self.session_version: Optional[str] = None
         self._probe_note = ""  # why initialize came after a probe (added to its timeout's message)
         self._session_era = False  # the probe said so: a handshake tried again needs no probe
-
-    @property
-    def settled(self) -> bool:
-        """True once the era is settled (False again while an expired session is renewed)."""
-        return self._settled
 
     def settle(self, deadline: Deadline) -> Dict[str, Any]:
         """Settle the era (once; one flight however many threads ask); the ``initialize`` or ``server/discover`` result.
@@ -150,7 +148,7 @@ class Handshake:
                 revision in common.
             JsonRpcError: the server refused; TransportClosed when it is gone.
         """
-        if self._settled:
+        if self.settled:
             return self.init_result
         return self._step.join(deadline, self._negotiate, "the handshake")
 
@@ -180,7 +178,7 @@ class Handshake:
     # -- the steps (on the step's thread) ----------------------------------------------------
 
     def _negotiate(self, budget: Budget) -> Dict[str, Any]:
-        if self._settled:
+        if self.settled:
             return self.init_result
         if isinstance(self._link.rpc.transport, RevisionBound) or self._session_era:
             self._handshake(budget)  # HTTP+SSE carries the session era only; a known era needs no probe
@@ -244,7 +242,7 @@ class Handshake:
         self.init_result = dict(result)
         if self._cache is not None and chosen == version:
             self._cache.put("server/discover", None, result)
-        self._settled = True
+        self.settled = True
         self._on_settled(budget)
         return True
 
@@ -287,7 +285,7 @@ class Handshake:
         self.era = protocol.MODE_SESSION
         self._session_era = True
         self.generation += 1
-        self._settled = True
+        self.settled = True
         # A server without sessions cannot tell our GET stream from anyone else's.
         if self._listen and session is not None and session.session_id:
             left = budget.remaining()
@@ -338,7 +336,7 @@ class Handshake:
         if self.generation != generation:
             return self.init_result  # renewed already
         logger.info("%s: MCP session expired; starting a new one", self._label)
-        self._settled = False  # until the new session is up (a renewal that fails is tried again on the next use)
+        self.settled = False  # until the new session is up (a renewal that fails is tried again on the next use)
         session = session_of(self._link.rpc.transport)
         if session is not None:
             session.reset_session()

@@ -73,7 +73,7 @@ class Leases:
             self._refuse_if_retired()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:  # no *args: no tuple per call
         self._since = self._clock()  # release(), written out
         try:
             self._held.pop()
