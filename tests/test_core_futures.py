@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import gc
 import subprocess
 import sys
@@ -10,19 +11,21 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, as_completed, wait
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Iterator, List, Optional
 
 import pytest
 
 from jsonrpc_threads import JsonRpcClient, RequestTimeout
 from jsonrpc_threads.core.futures import RequestFuture, settle_result
 from jsonrpc_threads.runtime.settling import CallWaiter, library_settling
+from jsonrpc_threads.runtime.wake_pipes import WakePipes
 from jsonrpc_threads.testing import MemoryTransport
 
 from .helpers import scripted
 
 WAIT_S = 10.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
+ON_LINUX = sys.platform.startswith("linux")
 
 
 # -- the waiter of a call() ---------------------------------------------------------------------
@@ -42,37 +45,62 @@ def test_a_waiter_waits_on_a_lock_until_settled_or_its_deadline() -> None:
         failed.result()
 
 
-def test_many_waiters_and_settlers_racing_each_see_their_own_answer() -> None:
+@contextlib.contextmanager
+def waiter_pool(kind: str) -> Iterator[Optional[WakePipes]]:
+    """What a waiter of ``kind`` sleeps on: ``"lock"`` (None, a lock of its own), ``"pipe"`` (a pool of wake pipes)."""
+    if kind == "lock":
+        yield None
+        return
+    pool = WakePipes()
+    pool.attach()
+    try:
+        yield pool
+    finally:
+        pool.detach()
+
+
+#: The waiter strategies: a lock everywhere, a wake pipe where the process has them (Linux).
+WAITER_KINDS = ["lock", pytest.param("pipe", marks=pytest.mark.skipif(not ON_LINUX, reason="wake pipes: Linux"))]
+
+
+@pytest.mark.parametrize("kind", WAITER_KINDS)
+def test_many_waiters_and_settlers_racing_each_see_their_own_answer(kind: str) -> None:
     errors: List[BaseException] = []
 
-    def one(index: int) -> None:
+    def one(index: int, pool: Optional[WakePipes]) -> None:
         try:
             for round_ in range(200):
-                waiter = CallWaiter()
+                waiter = CallWaiter(pool)
                 value = (index, round_)
                 settler = threading.Thread(target=waiter.settle_result, args=(value,))
                 settler.start()
                 assert waiter.wait(time.monotonic() + WAIT_S)
+                waiter.finish()
                 assert waiter.result() == value
                 settler.join(WAIT_S)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    with waiter_pool(kind) as pool:
+        threads = [threading.Thread(target=one, args=(i, pool)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
     assert not errors
 
 
-def test_ctrl_c_interrupts_a_call_asleep_on_its_waiter() -> None:
+@pytest.mark.parametrize("kind", WAITER_KINDS)
+def test_ctrl_c_interrupts_a_call_asleep_on_its_waiter_and_nothing_stays_open(kind: str) -> None:
     script = f"""
-import signal, sys, threading, time
+import os, signal, sys, threading, time
 sys.path.insert(0, {str(REPO_ROOT)!r})
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from jsonrpc_threads.runtime.settling import CallWaiter
-waiter = CallWaiter()
+from jsonrpc_threads.runtime.wake_pipes import WakePipes
+pipes = WakePipes() if {kind!r} == "pipe" else None  # no client attached: a pipe given back is closed
+fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+waiter = CallWaiter(pipes)
 main = threading.main_thread().ident
 threading.Timer(0.2, signal.pthread_kill, args=(main, signal.SIGINT)).start()
 start = time.monotonic()
@@ -81,11 +109,15 @@ try:
     print("not interrupted")
 except KeyboardInterrupt:
     print("interrupted", round(time.monotonic() - start, 1))
+waiter.settle_exception(RuntimeError("interrupted"))  # what call() does: the request is settled
+waiter.finish()
+print("fds", (len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0) - fds)
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
-    word, seconds = result.stdout.split()
-    assert word == "interrupted" and float(seconds) < 5, result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[0] == "interrupted" and float(lines[0].split()[1]) < 5, result.stdout
+    assert lines[1] == "fds 0", result.stdout  # a pipe made meanwhile is closed again
 
 
 # -- the future of a request() ------------------------------------------------------------------

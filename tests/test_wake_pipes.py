@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Iterator, List
 
 import pytest
@@ -18,21 +16,18 @@ from jsonrpc_threads.runtime.settling import CallWaiter
 from jsonrpc_threads.runtime.wake_pipes import MAX_IDLE_WAKE_PIPES, MAX_WAKE_PIPES, WakePipes
 
 from .forking import run_script
+from .test_core_futures import waiter_pool
 
 WAIT_S = 10.0
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="wake pipes are used on Linux")
 
 
 @pytest.fixture
 def pipes() -> Iterator[WakePipes]:
-    pool = WakePipes()
-    pool.attach()
-    try:
+    with waiter_pool("pipe") as pool:
+        assert pool is not None
         yield pool
-    finally:
-        pool.detach()
 
 
 def test_a_posted_byte_wakes_the_waiter_once(pipes: WakePipes) -> None:
@@ -185,58 +180,8 @@ def test_without_pipes_a_waiter_waits_on_a_lock() -> None:
     assert not CallWaiter(None).wait(time.monotonic() + 0.01)
 
 
-def test_many_waiters_and_settlers_racing_each_see_their_own_answer(pipes: WakePipes) -> None:
-    errors: List[BaseException] = []
-
-    def one(index: int) -> None:
-        try:
-            for round_ in range(200):
-                waiter = CallWaiter(pipes)
-                value = (index, round_)
-                settler = threading.Thread(target=waiter.settle_result, args=(value,))
-                settler.start()
-                assert waiter.wait(time.monotonic() + WAIT_S)
-                waiter.finish()
-                assert waiter.result() == value
-                settler.join(WAIT_S)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not errors
-
-
-def test_ctrl_c_interrupts_a_call_asleep_on_its_pipe_and_the_pipe_comes_back() -> None:
-    script = f"""
-import os, signal, sys, threading, time
-sys.path.insert(0, {str(REPO_ROOT)!r})
-signal.signal(signal.SIGINT, signal.default_int_handler)
-from jsonrpc_threads.runtime.settling import CallWaiter
-from jsonrpc_threads.runtime.wake_pipes import WakePipes
-pipes = WakePipes()  # no client attached: a pipe given back is closed
-fds = len(os.listdir("/proc/self/fd"))
-waiter = CallWaiter(pipes)
-main = threading.main_thread().ident
-threading.Timer(0.2, signal.pthread_kill, args=(main, signal.SIGINT)).start()
-start = time.monotonic()
-try:
-    waiter.wait(time.monotonic() + 30)
-    print("not interrupted")
-except KeyboardInterrupt:
-    print("interrupted", round(time.monotonic() - start, 1))
-waiter.settle_exception(RuntimeError("interrupted"))  # what call() does: the request is settled
-waiter.finish()
-print("fds", len(os.listdir("/proc/self/fd")) - fds)
-"""
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].split()[0] == "interrupted" and float(lines[0].split()[1]) < 5, result.stdout
-    assert lines[1] == "fds 0", result.stdout  # the pipe made meanwhile is closed again
+# The race of many waiters and settlers, and Ctrl-C on a sleeping waiter, are in
+# test_core_futures.py, for both waiter strategies (a wake pipe and a lock).
 
 
 def test_finish_twice_gives_the_pipe_back_once(pipes: WakePipes) -> None:
