@@ -184,10 +184,7 @@ class JsonRpcClient(Closing):
         """
         if _fork.generation != self._made_in:
             self._teardown.check_process()
-        if type(timeout) is float and 0.0 <= timeout < NO_DEADLINE_AT_S:  # the usual case (check_timeout's first line)
-            resolved: Optional[float] = timeout
-        else:
-            resolved = self.resolve_timeout(timeout)
+        resolved = self.resolve_timeout(timeout)
         deadline = None if resolved is None else time.monotonic() + resolved
         shell = self._shell
         request_id, data = shell.core.request(method, params)
@@ -330,6 +327,8 @@ class JsonRpcClient(Closing):
         Raises:
             TypeError, ValueError: for a bad timeout (see ``check_timeout``).
         """
+        if type(timeout) is float and 0.0 <= timeout < NO_DEADLINE_AT_S:
+            return timeout  # the usual case, on every request: check_timeout's first line, one call less
         if timeout is DEFAULT_TIMEOUT or isinstance(timeout, UseDefault) or timeout is Ellipsis:  # type: ignore[comparison-overlap]
             return self.default_timeout
         return check_timeout(timeout)

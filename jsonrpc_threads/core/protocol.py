@@ -275,7 +275,7 @@ class Connection:
             events.append(Ignored(reason, message, warning=True))
             return
         entry = self._pending.get(request_id)  # type: ignore[arg-type]
-        if entry is None or entry.answer is not None or entry.failure is not None:  # unknown, or held (_is_held)
+        if entry is None or _is_held(entry):
             events.append(Ignored("a late or unknown response", request_id, warning=False))
             return
         if entry.immediate or self._done >= self._received:
