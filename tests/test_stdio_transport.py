@@ -588,8 +588,15 @@ def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
 
 def wait_for_exit_unreaped(pid: int) -> None:
-    """Wait (bounded) for the child's exit without reaping it (the transport does that)."""
-    pidfd = os.pidfd_open(pid)
+    """Wait (bounded) for the child's exit without reaping it (the transport does that).
+
+    With the waiter-thread exit watch the transport reaps the child the moment
+    it exits, so a pid that is gone already has exited.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:  # exited, and reaped already by the transport's waiter thread
+        return
     try:
         assert select.select([pidfd], [], [], WAIT_S)[0], "the child did not exit"
     finally:
