@@ -9,6 +9,7 @@ where memory is measured, so that only the client's allocations count).
 from __future__ import annotations
 
 import ast
+import json
 import logging
 import os
 import subprocess
@@ -19,6 +20,7 @@ import time
 import tracemalloc
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -32,10 +34,15 @@ from jsonrpc_threads import (
     StdioTransport,
     transport_from_config,
 )
+from jsonrpc_threads.a2a import A2aClient
+from jsonrpc_threads.a2a.card import Origins, origin_of
+from jsonrpc_threads.auth._metadata import origin, resource_matches
+from jsonrpc_threads.errors import ProtocolError
 from jsonrpc_threads.transports.stdio import DEFAULT_ENV_ALLOWLIST
 
 from .conftest import PEERS_DIR, peer_command
 from .peers.http_peer import HttpPeer, HttpPeerProcess
+from .wsgi_support import WsgirefServer
 
 PACKAGE = Path(__file__).resolve().parent.parent / "jsonrpc_threads"
 REPO = PACKAGE.parent
@@ -535,3 +542,94 @@ def test_redirect_of_the_listen_stream_is_not_retried(peer: HttpPeer) -> None:
             thread.join(WAIT_S)
         assert not transport.listening
     assert [r.http_method for r in peer.records] == ["GET"]
+
+
+# -- credentials go where the transport connects, not where a parser reads ---------------------
+
+
+class _Recorder:
+    """A WSGI app that keeps every request's method, path and headers; serves ``card`` at the card's path."""
+
+    def __init__(self) -> None:
+        self.card: Optional[Dict[str, Any]] = None
+        self._lock = threading.Lock()  # guards seen
+        self.seen: List[Tuple[str, str, Dict[str, str]]] = []
+
+    def __call__(self, environ: Dict[str, Any], start_response: Any) -> List[bytes]:
+        headers = {
+            key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items() if key[:5] == "HTTP_"
+        }
+        with self._lock:
+            self.seen.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), headers))
+        if self.card is not None and environ["REQUEST_METHOD"] == "GET":
+            body = json.dumps(self.card).encode()
+        else:
+            answer = {"message": {"role": "ROLE_AGENT", "parts": [{"text": "hi"}], "messageId": "m-1"}}
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": answer}).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+
+A2A_SECRETS = ("authorization", "x-api-key", "x-token")
+
+
+@pytest.mark.parametrize(
+    ("spelling", "hazard"),
+    [
+        ("http://{other}\\@{card}/rpc", "backslash"),  # urllib.parse reads the card's host; requests connects to other
+        ("http://{other}\\\\@{card}/rpc", "backslash"),
+        ("http://{card}\t/rpc", "control character"),
+        ("http://{card}/r\x00pc", "control character"),
+        ("http://someone:pw@{card}/rpc", "user info"),
+        ("http://{other}@{card}/rpc", "user info"),
+    ],
+)
+def test_a2a_card_urls_that_parsers_read_differently_are_refused_and_get_no_credentials(
+    spelling: str, hazard: str
+) -> None:
+    card_app, other_app = _Recorder(), _Recorder()
+    with WsgirefServer(card_app) as card_server, WsgirefServer(other_app) as other_server:
+        card, other = (urlsplit(server.url).netloc for server in (card_server, other_server))
+        interface = spelling.format(card=card, other=other)
+        card_app.card = {
+            "name": "two-faced",
+            "supportedInterfaces": [{"url": interface, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        }
+        with (
+            A2aClient(
+                f"http://{card}/",
+                headers={"X-Api-Key": "S3CRET-key"},
+                auth=requests.auth.HTTPBasicAuth("user", "S3CRET-password"),
+                header_provider=lambda: {"X-Token": "S3CRET-token"},
+                default_timeout=WAIT_S,
+            ) as a2a,
+            pytest.raises(ProtocolError, match=f"refusing the agent card's JSON-RPC interface: its URL has .*{hazard}"),
+        ):
+            a2a.send_message("hello")
+    assert other_app.seen == [], "the other server was reached"
+    assert [(method, path) for method, path, _ in card_app.seen] == [("GET", "/.well-known/agent-card.json")]
+
+
+def test_a2a_trust_is_decided_on_the_origin_requests_connects_to() -> None:
+    origins = Origins.of("http://127.0.0.1:2222/.well-known/agent-card.json")
+    # requests prepares this as http://127.0.0.1:1111/%5C@127.0.0.1:2222/rpc: port 1111.
+    assert not origins.trust("http://127.0.0.1:1111/%5C@127.0.0.1:2222/rpc")
+    with pytest.raises(ValueError, match="backslash"):
+        origins.trust("http://127.0.0.1:1111\\@127.0.0.1:2222/rpc")
+    with pytest.raises(ValueError, match="backslash"):
+        Origins.of("http://127.0.0.1:2222/", ["http://127.0.0.1:1111\\@127.0.0.1:2222"])
+    with pytest.raises(ValueError, match="control character"):
+        origin_of("http://127.0.0.1:2222/r\x7fpc")
+
+
+def test_oauth_metadata_on_a_url_that_parsers_read_differently_is_refused() -> None:
+    server = "http://127.0.0.1:2222/mcp"
+    assert resource_matches("http://127.0.0.1:2222/mcp", server)
+    for resource in (
+        "http://127.0.0.1:1111\\@127.0.0.1:2222/mcp",
+        "http://someone@127.0.0.1:2222/mcp",
+        "http://127.0.0.1:2222/m\tcp",
+    ):
+        assert not resource_matches(resource, server), resource
+    # The issuer's origin is where requests connects: port 1111, not the server's.
+    assert origin("http://127.0.0.1:1111\\@127.0.0.1:2222/oauth") == "http://127.0.0.1:1111"
