@@ -9,6 +9,8 @@ where memory is measured, so that only the client's allocations count).
 from __future__ import annotations
 
 import ast
+import contextlib
+import importlib.util
 import json
 import logging
 import os
@@ -31,13 +33,19 @@ from jsonrpc_threads import (
     InternalError,
     JsonRpcClient,
     MessageTooLarge,
+    SseTransport,
     StdioTransport,
     transport_from_config,
 )
 from jsonrpc_threads.a2a import A2aClient
-from jsonrpc_threads.a2a.card import Origins, origin_of
+from jsonrpc_threads.a2a.card import Origins, choose_interface, origin_of
+from jsonrpc_threads.auth import CrossAppAccess, OAuth, WorkloadIdentity
+from jsonrpc_threads.auth._context import Trigger
 from jsonrpc_threads.auth._metadata import origin, resource_matches
 from jsonrpc_threads.errors import ProtocolError
+from jsonrpc_threads.mcp import McpClient, ToolRegistry
+from jsonrpc_threads.mcp.config import load_config
+from jsonrpc_threads.transports.config import parse_entry
 from jsonrpc_threads.transports.stdio import DEFAULT_ENV_ALLOWLIST
 
 from .conftest import PEERS_DIR, peer_command
@@ -633,3 +641,69 @@ def test_oauth_metadata_on_a_url_that_parsers_read_differently_is_refused() -> N
         assert not resource_matches(resource, server), resource
     # The issuer's origin is where requests connects: port 1111, not the server's.
     assert origin("http://127.0.0.1:1111\\@127.0.0.1:2222/oauth") == "http://127.0.0.1:1111"
+
+
+# -- no secret in a repr or a str ------------------------------------------------------------------
+
+
+#: Secrets of every kind a library object may hold: in a URL, a header, an environment, an auth object.
+REPR_SECRETS = {
+    "password": "S3CRET-url-password",
+    "query": "S3CRET-query-token",
+    "bearer": "S3CRET-bearer",
+    "apikey": "S3CRET-api-key",
+    "env": "S3CRET-env-value",
+    "basic": "S3CRET-basic-password",
+    "client": "S3CRET-client-secret",
+    "token": "S3CRET-workload-token",
+    "idp": "S3CRET-idp-secret",
+}
+
+
+def _secret_objects(stack: Any) -> Iterator[Any]:
+    """Every public object that holds a URL, headers, an environment or auth, each made with secrets."""
+    secret = REPR_SECRETS
+    url = f"http://user:{secret['password']}@127.0.0.1:9/mcp?token={secret['query']}"
+    headers = {"Authorization": f"Bearer {secret['bearer']}", "X-Api-Key": secret["apikey"]}
+    basic = requests.auth.HTTPBasicAuth("user", secret["basic"])
+    http_entry = {"url": url, "headers": headers}
+    stdio_entry = {"command": sys.executable, "args": ["-c", "pass"], "env": {"API_KEY": secret["env"]}}
+    config = {"mcpServers": {"remote": http_entry, "local": stdio_entry}}
+
+    def keep(thing: Any) -> Any:
+        stack.callback(thing.close)
+        return thing
+
+    a2a = keep(A2aClient(url, headers=headers, auth=basic))
+    yield a2a
+    yield choose_interface({"url": "/rpc", "protocolVersion": "0.3"}, url)
+    http = keep(HttpTransport(url, headers=headers, auth=basic))
+    yield http
+    yield http.settings
+    yield keep(SseTransport(url, headers=headers, auth=basic))
+    yield keep(JsonRpcClient(HttpTransport(url, headers=headers)))
+    yield keep(transport_from_config(http_entry))
+    yield keep(McpClient(dict(http_entry)))
+    registry = keep(ToolRegistry.from_config(config))
+    yield registry
+    yield registry.status()
+    yield parse_entry("remote", http_entry)
+    yield parse_entry("local", stdio_entry)
+    yield load_config(config)
+    if importlib.util.find_spec("authlib") is not None:
+        yield OAuth(client_id="c", client_secret=secret["client"])
+    yield WorkloadIdentity(token=secret["token"])
+    yield Trigger("expired", secret["token"])
+    yield CrossAppAccess(
+        idp_token_endpoint=url, idp_client_id="c", id_token=secret["token"], idp_client_secret=secret["idp"]
+    )
+
+
+def test_no_repr_or_str_of_a_library_object_shows_a_secret() -> None:
+    shown: List[str] = []
+    with contextlib.ExitStack() as stack:
+        for thing in _secret_objects(stack):
+            shown.append(f"{type(thing).__name__}: repr={thing!r} str={thing!s}")
+    leaks = [(name, line) for line in shown for name, value in REPR_SECRETS.items() if value in line]
+    assert leaks == [], "\n".join(f"{name}: {line}" for name, line in leaks)
+    assert len(shown) >= 15

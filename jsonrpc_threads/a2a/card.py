@@ -110,6 +110,10 @@ class Interface:
     dialect: Dialect
     tenant: Optional[str] = None
 
+    def __repr__(self) -> str:
+        # The URL may carry the caller's user info (a relative interface under the card's URL).
+        return f"Interface(url={url_label(self.url)!r}, version={self.dialect.version!r}, tenant={self.tenant!r})"
+
 
 def choose_interface(card: Mapping[str, Any], url: str) -> Interface:
     """The card's JSON-RPC interface this client speaks to (see the module docstring).
