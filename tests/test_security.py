@@ -9,6 +9,9 @@ where memory is measured, so that only the client's allocations count).
 from __future__ import annotations
 
 import ast
+import contextlib
+import importlib.util
+import json
 import logging
 import os
 import subprocess
@@ -19,6 +22,7 @@ import time
 import tracemalloc
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -29,13 +33,24 @@ from jsonrpc_threads import (
     InternalError,
     JsonRpcClient,
     MessageTooLarge,
+    SseTransport,
     StdioTransport,
     transport_from_config,
 )
+from jsonrpc_threads.a2a import A2aClient
+from jsonrpc_threads.a2a.card import Origins, choose_interface, origin_of
+from jsonrpc_threads.auth import CrossAppAccess, OAuth, WorkloadIdentity
+from jsonrpc_threads.auth._context import Trigger
+from jsonrpc_threads.auth._metadata import origin, resource_matches
+from jsonrpc_threads.errors import ProtocolError
+from jsonrpc_threads.mcp import McpClient, ToolRegistry
+from jsonrpc_threads.mcp.config import load_config
+from jsonrpc_threads.transports.config import parse_entry
 from jsonrpc_threads.transports.stdio import DEFAULT_ENV_ALLOWLIST
 
 from .conftest import PEERS_DIR, peer_command
 from .peers.http_peer import HttpPeer, HttpPeerProcess
+from .wsgi_support import WsgirefServer
 
 PACKAGE = Path(__file__).resolve().parent.parent / "jsonrpc_threads"
 REPO = PACKAGE.parent
@@ -535,3 +550,160 @@ def test_redirect_of_the_listen_stream_is_not_retried(peer: HttpPeer) -> None:
             thread.join(WAIT_S)
         assert not transport.listening
     assert [r.http_method for r in peer.records] == ["GET"]
+
+
+# -- credentials go where the transport connects, not where a parser reads ---------------------
+
+
+class _Recorder:
+    """A WSGI app that keeps every request's method, path and headers; serves ``card`` at the card's path."""
+
+    def __init__(self) -> None:
+        self.card: Optional[Dict[str, Any]] = None
+        self._lock = threading.Lock()  # guards seen
+        self.seen: List[Tuple[str, str, Dict[str, str]]] = []
+
+    def __call__(self, environ: Dict[str, Any], start_response: Any) -> List[bytes]:
+        headers = {
+            key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items() if key[:5] == "HTTP_"
+        }
+        with self._lock:
+            self.seen.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), headers))
+        if self.card is not None and environ["REQUEST_METHOD"] == "GET":
+            body = json.dumps(self.card).encode()
+        else:
+            answer = {"message": {"role": "ROLE_AGENT", "parts": [{"text": "hi"}], "messageId": "m-1"}}
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": answer}).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+
+A2A_SECRETS = ("authorization", "x-api-key", "x-token")
+
+
+@pytest.mark.parametrize(
+    ("spelling", "hazard"),
+    [
+        ("http://{other}\\@{card}/rpc", "backslash"),  # urllib.parse reads the card's host; requests connects to other
+        ("http://{other}\\\\@{card}/rpc", "backslash"),
+        ("http://{card}\t/rpc", "control character"),
+        ("http://{card}/r\x00pc", "control character"),
+        ("http://someone:pw@{card}/rpc", "user info"),
+        ("http://{other}@{card}/rpc", "user info"),
+    ],
+)
+def test_a2a_card_urls_that_parsers_read_differently_are_refused_and_get_no_credentials(
+    spelling: str, hazard: str
+) -> None:
+    card_app, other_app = _Recorder(), _Recorder()
+    with WsgirefServer(card_app) as card_server, WsgirefServer(other_app) as other_server:
+        card, other = (urlsplit(server.url).netloc for server in (card_server, other_server))
+        interface = spelling.format(card=card, other=other)
+        card_app.card = {
+            "name": "two-faced",
+            "supportedInterfaces": [{"url": interface, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        }
+        with (
+            A2aClient(
+                f"http://{card}/",
+                headers={"X-Api-Key": "S3CRET-key"},
+                auth=requests.auth.HTTPBasicAuth("user", "S3CRET-password"),
+                header_provider=lambda: {"X-Token": "S3CRET-token"},
+                default_timeout=WAIT_S,
+            ) as a2a,
+            pytest.raises(ProtocolError, match=f"refusing the agent card's JSON-RPC interface: its URL has .*{hazard}"),
+        ):
+            a2a.send_message("hello")
+    assert other_app.seen == [], "the other server was reached"
+    assert [(method, path) for method, path, _ in card_app.seen] == [("GET", "/.well-known/agent-card.json")]
+
+
+def test_a2a_trust_is_decided_on_the_origin_requests_connects_to() -> None:
+    origins = Origins.of("http://127.0.0.1:2222/.well-known/agent-card.json")
+    # requests prepares this as http://127.0.0.1:1111/%5C@127.0.0.1:2222/rpc: port 1111.
+    assert not origins.trust("http://127.0.0.1:1111/%5C@127.0.0.1:2222/rpc")
+    with pytest.raises(ValueError, match="backslash"):
+        origins.trust("http://127.0.0.1:1111\\@127.0.0.1:2222/rpc")
+    with pytest.raises(ValueError, match="backslash"):
+        Origins.of("http://127.0.0.1:2222/", ["http://127.0.0.1:1111\\@127.0.0.1:2222"])
+    with pytest.raises(ValueError, match="control character"):
+        origin_of("http://127.0.0.1:2222/r\x7fpc")
+
+
+def test_oauth_metadata_on_a_url_that_parsers_read_differently_is_refused() -> None:
+    server = "http://127.0.0.1:2222/mcp"
+    assert resource_matches("http://127.0.0.1:2222/mcp", server)
+    for resource in (
+        "http://127.0.0.1:1111\\@127.0.0.1:2222/mcp",
+        "http://someone@127.0.0.1:2222/mcp",
+        "http://127.0.0.1:2222/m\tcp",
+    ):
+        assert not resource_matches(resource, server), resource
+    # The issuer's origin is where requests connects: port 1111, not the server's.
+    assert origin("http://127.0.0.1:1111\\@127.0.0.1:2222/oauth") == "http://127.0.0.1:1111"
+
+
+# -- no secret in a repr or a str ------------------------------------------------------------------
+
+
+#: Secrets of every kind a library object may hold: in a URL, a header, an environment, an auth object.
+REPR_SECRETS = {
+    "password": "S3CRET-url-password",
+    "query": "S3CRET-query-token",
+    "bearer": "S3CRET-bearer",
+    "apikey": "S3CRET-api-key",
+    "env": "S3CRET-env-value",
+    "basic": "S3CRET-basic-password",
+    "client": "S3CRET-client-secret",
+    "token": "S3CRET-workload-token",
+    "idp": "S3CRET-idp-secret",
+}
+
+
+def _secret_objects(stack: Any) -> Iterator[Any]:
+    """Every public object that holds a URL, headers, an environment or auth, each made with secrets."""
+    secret = REPR_SECRETS
+    url = f"http://user:{secret['password']}@127.0.0.1:9/mcp?token={secret['query']}"
+    headers = {"Authorization": f"Bearer {secret['bearer']}", "X-Api-Key": secret["apikey"]}
+    basic = requests.auth.HTTPBasicAuth("user", secret["basic"])
+    http_entry = {"url": url, "headers": headers}
+    stdio_entry = {"command": sys.executable, "args": ["-c", "pass"], "env": {"API_KEY": secret["env"]}}
+    config = {"mcpServers": {"remote": http_entry, "local": stdio_entry}}
+
+    def keep(thing: Any) -> Any:
+        stack.callback(thing.close)
+        return thing
+
+    a2a = keep(A2aClient(url, headers=headers, auth=basic))
+    yield a2a
+    yield choose_interface({"url": "/rpc", "protocolVersion": "0.3"}, url)
+    http = keep(HttpTransport(url, headers=headers, auth=basic))
+    yield http
+    yield http.settings
+    yield keep(SseTransport(url, headers=headers, auth=basic))
+    yield keep(JsonRpcClient(HttpTransport(url, headers=headers)))
+    yield keep(transport_from_config(http_entry))
+    yield keep(McpClient(dict(http_entry)))
+    registry = keep(ToolRegistry.from_config(config))
+    yield registry
+    yield registry.status()
+    yield parse_entry("remote", http_entry)
+    yield parse_entry("local", stdio_entry)
+    yield load_config(config)
+    if importlib.util.find_spec("authlib") is not None:
+        yield OAuth(client_id="c", client_secret=secret["client"])
+    yield WorkloadIdentity(token=secret["token"])
+    yield Trigger("expired", secret["token"])
+    yield CrossAppAccess(
+        idp_token_endpoint=url, idp_client_id="c", id_token=secret["token"], idp_client_secret=secret["idp"]
+    )
+
+
+def test_no_repr_or_str_of_a_library_object_shows_a_secret() -> None:
+    shown: List[str] = []
+    with contextlib.ExitStack() as stack:
+        for thing in _secret_objects(stack):
+            shown.append(f"{type(thing).__name__}: repr={thing!r} str={thing!s}")
+    leaks = [(name, line) for line in shown for name, value in REPR_SECRETS.items() if value in line]
+    assert leaks == [], "\n".join(f"{name}: {line}" for name, line in leaks)
+    assert len(shown) >= 15

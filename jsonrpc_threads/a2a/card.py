@@ -13,9 +13,13 @@ Credentials.  What the caller gives to authenticate (``auth``, ``headers``,
 ``header_provider``) goes to the origin of the card (scheme, host and port)
 and to the origins the caller allows, and nowhere else: a card is data from the
 network, and one that names an interface on another origin must not collect
-the caller's credentials there.  ``Origins`` decides.
+the caller's credentials there.  ``Origins`` decides, on the origin each URL
+really leads to: the one ``requests`` connects to (``connect_origin``, read
+from the prepared URL), never another parser's reading of it.  A card URL with
+a backslash, a control character or user info is refused outright
+(``url_hazard``): parsers disagree on where such a URL leads.
 
-Pure: no I/O, no threads.
+No I/O, no threads.
 """
 
 from __future__ import annotations
@@ -25,11 +29,8 @@ from typing import Any, FrozenSet, Iterable, List, Mapping, Optional, Tuple
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..errors import ProtocolError
+from ..transports.http import Origin, connect_origin, url_hazard, url_label
 from .wire import CARD_PATH, DIALECTS, JSONRPC_BINDING, LEGACY_PROTOCOL_VERSION, PROTOCOL_VERSION, Dialect
-
-#: An origin: (scheme, host, port), the scheme and host in lower case, the port explicit.
-Origin = Tuple[str, str, int]
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def card_url(url: str) -> str:
@@ -47,23 +48,27 @@ def card_url(url: str) -> str:
 
 
 def origin_of(url: str) -> Origin:
-    """The origin of an ``http(s)`` URL.
+    """The origin of an ``http(s)`` URL: the one ``requests`` connects to (see the module docstring).
 
     Raises:
-        ValueError: not an ``http(s)://host`` URL (the message never holds its credentials or query).
+        ValueError: not an ``http(s)://host`` URL, or one with a backslash or a
+            control character (the message never holds its credentials or query).
     """
     if not isinstance(url, str):
         raise TypeError(f"a URL is a str, not {type(url).__name__}")
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
+    url = url.strip()
+    hazard = url_hazard(url, allow_user_info=True)
+    if hazard is not None:
+        raise ValueError(f"refusing a URL with {hazard} in it: {_shown(url)!r}")
     try:
-        port = parts.port
+        return connect_origin(url)
     except ValueError:
-        port = -1
-    if scheme not in _DEFAULT_PORTS or not parts.hostname or port == -1:
-        shown = urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))
-        raise ValueError(f"not an http(s) URL with a host: {shown!r}")
-    return scheme, parts.hostname.lower(), port if port is not None else _DEFAULT_PORTS[scheme]
+        raise ValueError(f"not an http(s) URL with a host: {_shown(url)!r}") from None
+
+
+def _shown(url: str) -> str:
+    """``url`` fit for a message: no user info, query or fragment, and no control character."""
+    return "".join(char if char.isprintable() else "?" for char in url_label(url))
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,10 @@ class Interface:
     url: str
     dialect: Dialect
     tenant: Optional[str] = None
+
+    def __repr__(self) -> str:
+        # The URL may carry the caller's user info (a relative interface under the card's URL).
+        return f"Interface(url={url_label(self.url)!r}, version={self.dialect.version!r}, tenant={self.tenant!r})"
 
 
 def choose_interface(card: Mapping[str, Any], url: str) -> Interface:
@@ -155,6 +164,11 @@ def _legacy_url(card: Mapping[str, Any]) -> Optional[str]:
 def _interface(target: Any, base: str, dialect: Dialect, tenant: Optional[str]) -> Interface:
     if not isinstance(target, str) or not target.strip():
         raise ProtocolError(f"the agent card names a JSON-RPC interface without a URL: {target!r:.200}")
+    hazard = url_hazard(target.strip())
+    if hazard is not None:
+        raise ProtocolError(
+            f"refusing the agent card's JSON-RPC interface: its URL has {hazard} in it ({_shown(target.strip())!r})"
+        )
     resolved = urljoin(base, target.strip())
     try:
         origin_of(resolved)

@@ -34,7 +34,7 @@ import requests.auth
 
 from ..deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
 from ..errors import HttpConnectionError, MethodNotFound, ProtocolError, RequestTimeout, TransportClosed
-from ..transports.http import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, HttpSettings
+from ..transports.http import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, HttpSettings, url_label
 from .connection import Agent, AgentConnection
 from .errors import UnsupportedOperation
 from .events import EventStream
@@ -350,7 +350,7 @@ class A2aClient:
     def __repr__(self) -> str:
         version = self.protocol_version
         state = "closed" if self.closed else f"A2A {version}" if version else "card not fetched"
-        return f"<A2aClient {self._connection.card_url} {state}>"
+        return f"<A2aClient {url_label(self._connection.card_url)} {state}>"  # no user info, no query
 
     # -- internals ----------------------------------------------------------------------------
 

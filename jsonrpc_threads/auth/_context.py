@@ -68,7 +68,7 @@ class Trigger:
     """
 
     kind: str
-    sent: Optional[str]
+    sent: Optional[str] = field(repr=False)  # a bearer token: never in a repr
     status: Optional[int] = None
     challenge: Optional[Challenge] = None
 

@@ -7,6 +7,12 @@ whose metadata is found by RFC 8414 / OpenID Connect discovery and must carry
 the same issuer.  A server without protected-resource metadata is a
 2025-03-26 server: authorization-server metadata at the root of its origin,
 else ``/authorize``, ``/token`` and ``/register`` there.
+
+Every URL the network hands us (the challenge's ``resource_metadata``, the
+``resource``, the issuers, the endpoints) is refused when it holds a
+backslash, a control character or user info (``url_hazard``): parsers
+disagree on where such a URL leads, and origins are compared as ``requests``
+connects (``origin``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any, Dict, List, Optional
 from urllib.parse import urlsplit
 
 from ..errors import AuthorizationError
-from ..transports.redact import url_label
+from ..transports.http import url_hazard, url_label
 from ._context import FlowContext
 from ._metadata import (
     OAUTH_AS_WELL_KNOWN,
@@ -65,6 +71,7 @@ def discover(flow: FlowContext, challenge: Optional[Challenge]) -> Discovery:
     """
     urls: List[str] = []
     if challenge is not None and challenge.resource_metadata:
+        _refuse_hazard(challenge.resource_metadata, "the challenge's resource_metadata")
         urls.append(challenge.resource_metadata)
     urls.extend(url for url in protected_resource_metadata_urls(flow.server_url) if url not in urls)
     for url in urls:
@@ -84,11 +91,22 @@ def endpoint(discovery: Discovery, name: str) -> str:
     value = discovery.metadata.get(name)
     if not isinstance(value, str) or urlsplit(value).scheme not in ("http", "https"):
         raise AuthorizationError(f"the authorization server {discovery.issuer} has no usable {name}")
+    _refuse_hazard(value, f"the {name} of the authorization server {discovery.issuer}")
     return value
+
+
+def _refuse_hazard(url: str, what: str) -> None:
+    """Raise ``AuthorizationError`` when ``url`` (from the network) may lead elsewhere than it reads."""
+    hazard = url_hazard(url)
+    if hazard is not None:
+        shown = "".join(char if char.isprintable() else "?" for char in url_label(url))
+        raise AuthorizationError(f"refusing to authorize: {what} has {hazard} in it ({shown})")
 
 
 def _from_resource_metadata(flow: FlowContext, url: str, document: Dict[str, Any]) -> Discovery:
     resource = document.get("resource")
+    if isinstance(resource, str):
+        _refuse_hazard(resource, f"the resource of the protected resource metadata at {url_label(url)}")
     if not isinstance(resource, str) or not resource_matches(resource, flow.server_url):
         raise AuthorizationError(
             f"refusing to authorize: the protected resource metadata at {url_label(url)} is for "
@@ -99,6 +117,7 @@ def _from_resource_metadata(flow: FlowContext, url: str, document: Dict[str, Any
     if not issuers:
         raise AuthorizationError(f"the protected resource metadata at {url_label(url)} names no authorization server")
     issuer = issuers[0]
+    _refuse_hazard(issuer, f"the authorization server named at {url_label(url)}")
     tried: List[str] = []
     for metadata_url in authorization_server_metadata_urls(issuer):
         metadata, why = flow.http.get_json(metadata_url, "authorization server metadata")
@@ -129,7 +148,7 @@ def _legacy_discovery(flow: FlowContext) -> Discovery:
             issuer = metadata.get("issuer")
             if not isinstance(issuer, str):
                 issuer = base
-            elif origin(issuer) != base:
+            elif url_hazard(issuer) is not None or origin(issuer) != base:
                 raise AuthorizationError(
                     f"refusing to authorize: the metadata at {url_label(url)} is for issuer {issuer!r}, not for {base}"
                 )

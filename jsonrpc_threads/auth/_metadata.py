@@ -15,6 +15,11 @@ functions where to look and what to send, and does the talking itself:
 - ``resource_matches`` decides whether protected-resource metadata speaks
   for the server we called (RFC 9728 section 3.3): same origin, and its path
   a prefix of ours on a segment boundary;
+- ``origin`` and every comparison of origins read a URL as ``requests``
+  prepares it, the origin it connects to (``connect_origin``), so that a
+  URL spelled to mislead one parser (``http://a\\@b/``) cannot pass for
+  another origin; a URL from the network with a backslash, a control
+  character or user info (``url_hazard``) is refused;
 - ``select_scopes`` applies the scope selection strategy: what the caller
   asked for, else the challenge's ``scope``, else ``scopes_supported``, else
   nothing; plus what was requested before (step-up accumulates, SEP-2350).
@@ -26,6 +31,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 from urllib.parse import urlsplit, urlunsplit
+
+from ..transports.http import connect_origin, prepared_url, url_hazard
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 OAUTH_AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
@@ -167,10 +174,6 @@ def merge_scopes(*groups: Iterable[str]) -> List[str]:
     return merged
 
 
-def _port(scheme: str, port: Optional[int]) -> Optional[int]:
-    return port if port is not None else _DEFAULT_PORTS.get(scheme)
-
-
 def _netloc(scheme: str, host: str, port: Optional[int]) -> str:
     if ":" in host:
         host = f"[{host}]"
@@ -180,7 +183,14 @@ def _netloc(scheme: str, host: str, port: Optional[int]) -> str:
 
 
 def origin(url: str) -> str:
-    """``scheme://host[:port]`` of ``url`` (no credentials, path or query)."""
+    """``scheme://host[:port]`` of ``url`` (no credentials, path or query): where ``requests`` connects.
+
+    Read from the URL as ``requests`` prepares it (a URL it cannot prepare, as written).
+    """
+    try:
+        url = prepared_url(url)
+    except ValueError:
+        pass
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     return f"{scheme}://{_netloc(scheme, parts.hostname or '', parts.port)}"
@@ -242,20 +252,14 @@ def resource_matches(resource: str, server_url: str) -> bool:
     filled in), and the resource's path equal to the server's or a prefix of
     it ending at a ``/``.  A resource with a fragment never matches.
     """
+    if url_hazard(resource) is not None:
+        return False
     try:
         wanted = urlsplit(resource)
         actual = urlsplit(server_url)
-        wanted_port = _port(wanted.scheme.lower(), wanted.port)
-        actual_port = _port(actual.scheme.lower(), actual.port)
+        if wanted.fragment or connect_origin(resource) != connect_origin(server_url):
+            return False
     except ValueError:
-        return False
-    if wanted.fragment or not wanted.hostname:
-        return False
-    if (wanted.scheme.lower(), wanted.hostname.lower(), wanted_port) != (
-        actual.scheme.lower(),
-        (actual.hostname or "").lower(),
-        actual_port,
-    ):
         return False
     prefix = wanted.path.rstrip("/")
     path = actual.path.rstrip("/")

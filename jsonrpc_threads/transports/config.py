@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Tuple,
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from .redact import REDACTED, redact_headers, url_label
 
 if TYPE_CHECKING:
     from .http import HttpTransport
@@ -90,6 +91,17 @@ class ServerConfig:
     url: Optional[str] = None
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: Optional[float] = None
+
+    def __repr__(self) -> str:
+        """The entry without its secrets: the URL without user info or query, secret headers and every
+        ``env`` value redacted (the names stay)."""
+        url = None if self.url is None else url_label(self.url)
+        env = {name: REDACTED for name in self.env}
+        return (
+            f"ServerConfig(name={self.name!r}, transport={self.transport!r}, command={self.command!r}, "
+            f"args={self.args!r}, env={env!r}, cwd={self.cwd!r}, url={url!r}, "
+            f"headers={redact_headers(self.headers)!r}, timeout={self.timeout!r})"
+        )
 
     def entry(self) -> Dict[str, Any]:
         """This server as an ``mcpServers`` entry again (expanded), e.g. to write a configuration."""

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 from urllib.parse import urlsplit
 
-from ..redact import url_label
+from ..redact import redact_headers, url_label
 from .wire import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -74,9 +74,24 @@ class HttpSettings:
         if not self.connect_timeout > 0 or not self.read_timeout > 0:
             raise ValueError("connect_timeout and read_timeout must be positive")
 
+    def __repr__(self) -> str:
+        """The settings with the values of secret headers redacted, and ``auth`` named by its type only."""
+        shown = {item.name: getattr(self, item.name) for item in fields(self)}
+        shown["headers"] = redact_headers(self.headers)
+        if self.auth is not None:
+            shown["auth"] = _Shown(f"<{type(self.auth).__name__}>")
+        return f"HttpSettings({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
+
     def keywords(self) -> Dict[str, Any]:
         """The settings as the keywords of ``HttpTransport`` (and of ``SseTransport``, but ``max_reconnects``)."""
         return {item.name: getattr(self, item.name) for item in fields(self)}
+
+
+class _Shown(str):
+    """Text shown as it is in a ``repr`` (no quotes)."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 def check_url(url: str) -> None:

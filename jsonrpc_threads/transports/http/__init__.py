@@ -23,6 +23,7 @@ secrets are kept out of every log line by ``redact``.
 from __future__ import annotations
 
 from .._httpbase.settings import HttpSettings
+from .._httpbase.urls import Origin, connect_origin, prepared_url, url_hazard
 from .._httpbase.wire import (
     CLOSE_JOIN_GRACE_S,
     CLOSE_WAIT_S,
@@ -55,6 +56,10 @@ __all__ = [
     "HttpSettings",
     "HttpTransport",
     "MessageStream",
+    "Origin",
+    "connect_origin",
+    "prepared_url",
     "redact_headers",
+    "url_hazard",
     "url_label",
 ]
