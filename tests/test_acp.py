@@ -285,6 +285,24 @@ def test_a_turn_whose_updates_are_not_delivered_in_time_times_out_and_keeps_them
     assert not set(texts(strays)) & set(flood)  # none to another callback
 
 
+def test_a_turn_started_from_inside_an_update_callback_gets_its_own_updates() -> None:
+    nested: List[Dict[str, Any]] = []
+    inner = Collector()
+
+    with AcpClient(agent_command(), default_timeout=TIMEOUT_S) as agent:
+        first, second = agent.new_session(), agent.new_session()
+
+        def on_update(update: Dict[str, Any]) -> None:
+            if texts([update]) == ["0 "]:
+                nested.append(agent.prompt(second, "from a callback", on_update=inner, timeout=TIMEOUT_S))
+
+        outer = agent.prompt(first, script({"chunks": 3}), on_update=on_update)
+    assert texts(outer["updates"]) == ["0 ", "1 ", "2 "]
+    assert len(nested) == 1
+    assert texts(nested[0]["updates"]) == ["echo: from a callback"]
+    assert inner.updates == nested[0]["updates"]  # delivered before the nested prompt returned
+
+
 def test_an_update_callback_that_raises_is_logged_and_the_turn_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     def on_update(update: Dict[str, Any]) -> None:
         raise RuntimeError("a broken display")
