@@ -242,6 +242,67 @@ def test_a_flood_of_updates_is_delivered_whole_and_in_order_before_prompt_return
     assert result["updates"] == collector.updates
 
 
+def test_a_turn_whose_updates_are_not_delivered_in_time_times_out_and_keeps_them() -> None:
+    """Issue #47, item 3: a slow on_update never lets prompt() claim a finished turn.
+
+    Before: the agent's answer, held behind the updates still being delivered,
+    was released at the deadline; prompt() returned end_turn with one update of
+    forty delivered, and the other 39 went to the client-wide on_update.
+    """
+    count = 40
+    release = threading.Event()  # the callback is slow until the test says otherwise
+    delivered: List[str] = []
+    all_delivered = threading.Event()
+    strays: List[Dict[str, Any]] = []
+    cancel_received = threading.Event()
+
+    def on_update(update: Dict[str, Any]) -> None:
+        release.wait(TIMEOUT_S)
+        delivered.extend(texts([update]))
+        if len(delivered) == count:
+            all_delivered.set()
+
+    def on_stray(session_id: str, update: Dict[str, Any]) -> None:
+        if texts([update]) == ["cancel received"]:
+            cancel_received.set()
+        else:
+            strays.append(update)
+
+    with AcpClient(agent_command(), on_update=on_stray, default_timeout=TIMEOUT_S) as agent:
+        session = agent.new_session()
+        started = time.monotonic()
+        try:
+            with pytest.raises(RequestTimeout) as timed_out:
+                agent.prompt(session, script({"flood": count}), on_update=on_update, timeout=1.0)
+            assert 1.0 <= time.monotonic() - started < 1.0 + 5.0
+        finally:
+            release.set()
+        assert timed_out.value.method == "session/prompt"
+        assert cancel_received.wait(TIMEOUT_S), "session/cancel never reached the agent"
+        assert all_delivered.wait(TIMEOUT_S)
+    flood = [f"{i}," for i in range(count)]
+    assert delivered == flood  # every one to the turn's callback, in order
+    assert not set(texts(strays)) & set(flood)  # none to another callback
+
+
+def test_a_turn_started_from_inside_an_update_callback_gets_its_own_updates() -> None:
+    nested: List[Dict[str, Any]] = []
+    inner = Collector()
+
+    with AcpClient(agent_command(), default_timeout=TIMEOUT_S) as agent:
+        first, second = agent.new_session(), agent.new_session()
+
+        def on_update(update: Dict[str, Any]) -> None:
+            if texts([update]) == ["0 "]:
+                nested.append(agent.prompt(second, "from a callback", on_update=inner, timeout=TIMEOUT_S))
+
+        outer = agent.prompt(first, script({"chunks": 3}), on_update=on_update)
+    assert texts(outer["updates"]) == ["0 ", "1 ", "2 "]
+    assert len(nested) == 1
+    assert texts(nested[0]["updates"]) == ["echo: from a callback"]
+    assert inner.updates == nested[0]["updates"]  # delivered before the nested prompt returned
+
+
 def test_an_update_callback_that_raises_is_logged_and_the_turn_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     def on_update(update: Dict[str, Any]) -> None:
         raise RuntimeError("a broken display")

@@ -247,6 +247,75 @@ def test_concurrent_reads_and_writes_of_many_files(service: FileService, places:
     assert len(list((root / "many").iterdir())) == 8
 
 
+def test_concurrent_writes_to_one_file_replace_it_whole(service: FileService, places: Tuple[Path, Path]) -> None:
+    """Issue #47, item 4: a reader sees one write's content or another's, never a mix.
+
+    Before: the file was opened in place, truncated and written in separate
+    steps, so a reader met it empty or half written, and two writers interleaved.
+    """
+    path = places[0] / "shared.txt"
+    size = 256 * 1024
+    contents = [letter * size for letter in "abcdef"]
+    path.write_text(contents[0], encoding="utf-8")
+    seen_bad: List[str] = []
+    errors: List[BaseException] = []
+    writers_done = threading.Event()
+
+    def write(content: str) -> None:
+        try:
+            for _ in range(10):
+                service.write_text_file({"path": str(path), "content": content})
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            reads = 0
+            while not writers_done.is_set() or reads < 10:
+                text = service.read_text_file({"path": str(path)})["content"]
+                reads += 1
+                if text not in contents:
+                    seen_bad.append(f"{len(text)} characters, {sorted(set(text))}")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    writers = [threading.Thread(target=write, args=(content,)) for content in contents]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join(TIMEOUT_S)
+    writers_done.set()
+    for thread in readers:
+        thread.join(TIMEOUT_S)
+    assert not errors
+    assert not seen_bad, f"{len(seen_bad)} reads saw a mix or a part: {seen_bad[:3]}"
+    assert path.read_text(encoding="utf-8") in contents
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(".shared")) == []  # no temporary left
+
+
+def test_a_write_keeps_the_mode_and_the_links_and_leaves_no_temporary_on_failure(
+    service: FileService, places: Tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = places
+    main = root / "src" / "main.py"
+    main.chmod(0o640)
+    service.write_text_file({"path": str(root / "link-inside"), "content": "through the link\n"})
+    assert (root / "link-inside").is_symlink()  # the link is kept; the file it names is replaced
+    assert main.read_text(encoding="utf-8") == "through the link\n"
+    assert main.stat().st_mode & 0o777 == 0o640
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)  # the OS refuses the rename (not the code under test)
+    with pytest.raises(JsonRpcError):
+        service.write_text_file({"path": str(main), "content": "never written"})
+    monkeypatch.undo()
+    assert main.read_text(encoding="utf-8") == "through the link\n"
+    assert sorted(p.name for p in main.parent.iterdir()) == ["main.py"]
+
+
 def test_the_root_must_be_a_directory(places: Tuple[Path, Path]) -> None:
     with pytest.raises(ValueError):
         FileService(places[0] / "src" / "main.py")

@@ -24,8 +24,8 @@ before ``RequestTimeout`` is raised.  The agent's own
 waits on this side (a permission decision, ``terminal/wait_for_exit``) are
 bounded by the deadline of their session's running turn.
 
-Threads.  Updates go to ``on_update`` on the JSON-RPC client's notification
-worker, one at a time, in arrival order; permission callbacks on a thread of
+Threads.  Updates go to ``on_update`` on the update thread of ``turns``,
+one at a time, in arrival order; permission callbacks on a thread of
 their own; file and terminal requests on the client's handler workers.  No
 callback runs on a reader or timer thread or under a lock.  Every method may be
 called from any thread; several sessions may run prompt turns at once.
@@ -113,7 +113,8 @@ class AcpClient:
             ``None`` waits forever.
         prompt_timeout: the default timeout of ``prompt``.
         on_update: ``callback(session_id, update)`` for updates that arrive
-            outside a prompt turn or a load (on the notification worker).
+            outside a prompt turn or a load (on the library's update thread,
+            in arrival order with the turns' updates).
         inherit_env: give the agent this whole environment (and ``env``).
 
     Raises:
@@ -211,7 +212,8 @@ class AcpClient:
         """Close the client: the agent's process tree and every terminal are reclaimed.
 
         Pending permission requests are answered ``cancelled``; pending calls
-        fail with ``TransportClosed``.  Bounded in time (the
+        fail with ``TransportClosed``, and so does a prompt whose updates are
+        still being delivered (those not delivered yet are dropped).  Bounded in time (the
         transport's escalation, then each terminal's kill); idempotent and
         thread-safe.
         """
@@ -227,6 +229,7 @@ class AcpClient:
         try:
             self._connection.close()
         finally:
+            self._turns.close()
             if self._terminals is not None:
                 self._terminals.close()
 
@@ -358,8 +361,11 @@ class AcpClient:
         """``session/prompt``: one turn of the conversation; returns once the agent ends it.
 
         Every ``session/update`` the agent sends during the turn is delivered to
-        ``on_update(update)`` (on the notification worker, in arrival order)
-        and collected; all of them before this returns.
+        ``on_update(update)`` (on the library's update thread, in arrival order)
+        and collected; all of them before this returns.  When the deadline
+        passes first (a slow ``on_update``), the turn is cancelled and
+        ``RequestTimeout`` raised; the updates not yet delivered still go to
+        this ``on_update``, in order, and to no other callback.
 
         Args:
             session_id: from ``new_session`` or ``load_session``.
@@ -375,8 +381,9 @@ class AcpClient:
             ``"updates"``: every update of the turn, in arrival order.
 
         Raises:
-            RequestTimeout: the turn outlasted ``timeout``: it was cancelled
-                (``session/cancel`` sent) before this was raised.
+            RequestTimeout: the turn (its answer, or the delivery of its updates)
+                outlasted ``timeout``: it was cancelled (``session/cancel``
+                sent) before this was raised.
             RuntimeError: the session has a turn running already.
             TransportClosed: the agent is gone (its exit code and the end of its
                 stderr in the error), or the client closed.
@@ -393,6 +400,13 @@ class AcpClient:
         turn = self._turns.begin(session_id, SESSION_PROMPT, deadline, on_update)
         try:
             answer = self._connection.call(SESSION_PROMPT, {"sessionId": session_id, "prompt": blocks}, deadline)
+            if not self._turns.delivered(turn, deadline):
+                raise RequestTimeout(
+                    SESSION_PROMPT,
+                    None,
+                    deadline.timeout,
+                    "the agent answered; the turn's updates were still being delivered",
+                )
         except (RequestTimeout, KeyboardInterrupt):
             self._abandon(session_id)
             raise

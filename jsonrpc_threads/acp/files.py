@@ -14,17 +14,25 @@ regular files are read or written (a FIFO would block the worker forever).
 Refusals are JSON-RPC errors the agent receives: ``-32602`` (invalid params:
 outside the root, not absolute, not a regular file, not UTF-8, too large) or
 ``-32002`` (ACP's resource not found); any other failure of the OS is ``-32603``.
-A write creates the file and the directories missing before it (inside the
-root), and writes the whole text as UTF-8; a refused write leaves the file
-untouched.  Reads honour ``line`` (from 1) and ``limit`` (a number of lines).
+A write creates the directories missing before the file (inside the root)
+and replaces the file whole: the text goes, as UTF-8, to a new temporary file
+in the same directory (opened beneath the root as above, its name hidden and
+random), which is flushed to disk and renamed over the checked path.  A reader
+(another request, the editor, the agent) sees the old content or the new,
+never a part or a mix of two writes, and the last rename wins.  An existing
+file keeps its permission bits (not its owner, nor its hard links: it is a new
+file); a new one gets the umask's.  A refused or failed write leaves the file
+as it was and removes its temporary.  Reads honour ``line`` (from 1) and
+``limit`` (a number of lines).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import InternalError, InvalidParams, JsonRpcError
 from .wire import RESOURCE_NOT_FOUND
@@ -37,8 +45,12 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-#: Opening beneath a directory descriptor, links refused: POSIX platforms.
-_BENEATH = os.open in os.supports_dir_fd and bool(_O_NOFOLLOW and _O_DIRECTORY)
+#: How many random names a write tries for its temporary file before it gives up.
+TEMP_NAME_ATTEMPTS = 8
+#: Opening (and renaming, statting, unlinking) beneath a directory descriptor, links refused: POSIX platforms.
+_BENEATH = all(call in os.supports_dir_fd for call in (os.open, os.rename, os.stat, os.unlink)) and bool(
+    _O_NOFOLLOW and _O_DIRECTORY
+)
 
 
 class FileService:
@@ -109,12 +121,15 @@ class FileService:
         return {"content": content}
 
     def write_text_file(self, params: Any) -> Dict[str, Any]:
-        """The ``fs/write_text_file`` handler: writes ``content`` (UTF-8); ``{}`` when done.
+        """The ``fs/write_text_file`` handler: replaces the file with ``content`` (UTF-8); ``{}`` when done.
+
+        Safe to call from many threads at once, for one file too: each write
+        replaces the file whole (a temporary file, then a rename).
 
         Raises:
             InvalidParams: a refused path, ``content`` that is not a string (or
                 not encodable), a path that names something other than a regular file.
-            JsonRpcError: ``-32603`` for a failure of the OS (the file may then be partly written).
+            JsonRpcError: ``-32603`` for a failure of the OS (the file is left as it was).
         """
         params = _mapping(params, "fs/write_text_file")
         content = params.get("content")
@@ -127,16 +142,12 @@ class FileService:
         path = params.get("path")
         real = self.resolve(path)
         with _os_errors(path):
-            fd = _open_beneath(self.root, real, os.O_WRONLY | os.O_CREAT | _O_NONBLOCK | _O_CLOEXEC, make_dirs=True)
+            directory, name = _parent_beneath(self.root, real, make_dirs=True)
             try:
-                _regular_file_size(fd, path)
-                os.set_blocking(fd, True)
-                os.ftruncate(fd, 0)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                _replace(directory, name, data, path)
             finally:
-                os.close(fd)
+                if directory is not None:
+                    os.close(directory)
         return {}
 
 
@@ -186,15 +197,29 @@ def _read_lines(stream: Any, line: Optional[int], limit: Optional[int], path: An
     return "".join(parts)
 
 
-def _open_beneath(root: str, real: str, flags: int, *, make_dirs: bool = False) -> int:
+def _open_beneath(root: str, real: str, flags: int) -> int:
     """Open ``real`` (inside ``root``) one component at a time, following no link."""
+    directory, name = _parent_beneath(root, real, make_dirs=False)
+    try:
+        return os.open(name, flags | _O_NOFOLLOW, 0o666, dir_fd=directory)
+    finally:
+        if directory is not None:
+            os.close(directory)
+
+
+def _parent_beneath(root: str, real: str, *, make_dirs: bool) -> Tuple[Optional[int], str]:
+    """The directory of ``real`` (inside ``root``), opened one component at a time following no link, and its last name.
+
+    Returns ``(descriptor, name)``, the caller closing the descriptor; where the
+    platform cannot open beneath a descriptor, ``(None, real)``.
+    """
     relative = os.path.relpath(real, root)
     if relative == os.curdir:
         raise IsADirectoryError(errno.EISDIR, "Is a directory", real)
     if not _BENEATH:
         if make_dirs:
             os.makedirs(os.path.dirname(real), exist_ok=True)
-        return os.open(real, flags, 0o666)
+        return None, real
     parts = relative.split(os.sep)
     fd = os.open(root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     try:
@@ -202,9 +227,57 @@ def _open_beneath(root: str, real: str, flags: int, *, make_dirs: bool = False) 
             inner = _open_directory(part, fd, make_dirs)
             os.close(fd)
             fd = inner
-        return os.open(parts[-1], flags | _O_NOFOLLOW, 0o666, dir_fd=fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _replace(directory: Optional[int], name: str, data: bytes, path: Any) -> None:
+    """Write ``data`` to a new file beside ``name`` (in ``directory``), then rename it over ``name``.
+
+    ``name`` must be a regular file or nothing (a link there was swapped in
+    after the check: refused, as ``ELOOP``).  The temporary is removed when
+    anything fails before the rename.
+    """
+    try:
+        info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        mode: Optional[int] = None
+    else:
+        if stat.S_ISLNK(info.st_mode):
+            raise OSError(errno.ELOOP, "a symbolic link where the checked path had none", name)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidParams(f"{path!r} is not a regular file")
+        mode = stat.S_IMODE(info.st_mode)
+    head, tail = os.path.split(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+    for _ in range(TEMP_NAME_ATTEMPTS):
+        temporary = os.path.join(head, f".{tail}.{secrets.token_hex(8)}.tmp")
+        try:
+            fd = os.open(temporary, flags, 0o600 if mode is not None else 0o666, dir_fd=directory)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(errno.EEXIST, "no free name for a temporary file", name)
+    try:
+        try:
+            if mode is not None and os.chmod in os.supports_fd:
+                os.chmod(fd, mode)  # the existing file's bits, which the umask must not narrow
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=directory)
+        except OSError:
+            pass
+        raise
 
 
 def _open_directory(name: str, parent_fd: int, make: bool) -> int:
