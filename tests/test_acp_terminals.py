@@ -111,6 +111,22 @@ def test_output_and_exit_status_of_a_command(tmp_path: Path) -> None:
     assert got["release"] == {}
 
 
+SECRET = "ACP_TEST_SECRET_TOKEN"
+SHOW_ENV = f"import os; print(os.environ.get({SECRET!r}), os.environ.get('GREETING'), 'PATH' in os.environ)"
+
+
+@needs_sdk
+@pytest.mark.parametrize("inherit_env", [False, True])
+def test_a_terminal_starts_from_the_agents_allowlist_unless_inherit_env(
+    monkeypatch: pytest.MonkeyPatch, inherit_env: bool
+) -> None:
+    monkeypatch.setenv(SECRET, "hunter2")
+    create = python(SHOW_ENV, env=[{"name": "GREETING", "value": "hi"}])
+    said = _run([{"terminal": create, "then": ["wait", "output", "release"]}], inherit_env=inherit_env)
+    shown = "hunter2" if inherit_env else "None"
+    assert answers(said)["output"]["output"] == f"{shown} hi True\n"
+
+
 @needs_sdk
 def test_the_output_buffer_keeps_the_end_within_the_limit() -> None:
     code = "import sys; sys.stdout.write('0123456789' * 1000 + 'é' * 50 + 'END')"
@@ -243,6 +259,26 @@ def test_a_daemon_in_its_own_session_that_ignores_sigterm_is_reclaimed(
     reader.join(RECLAIM_BOUND_S)
     assert not reader.is_alive()
     assert service.alive() == []
+
+
+@pytest.mark.parametrize("inherit_env", [False, True])
+def test_the_service_gives_a_command_the_allowlist_and_the_requests_env(
+    monkeypatch: pytest.MonkeyPatch, inherit_env: bool
+) -> None:
+    monkeypatch.setenv(SECRET, "hunter2")
+    terminals = TerminalService(
+        default_cwd=lambda session_id: None,
+        wait_deadline=lambda session_id: Deadline.after(TIMEOUT_S),
+        inherit_env=inherit_env,
+    )
+    try:
+        create = {"sessionId": "s", **python(SHOW_ENV, env=[{"name": "GREETING", "value": "hi"}])}
+        ask = {"sessionId": "s", "terminalId": terminals.create(create)["terminalId"]}
+        assert terminals.wait_for_exit(ask) == {"exitCode": 0, "signal": None}
+        shown = "hunter2" if inherit_env else "None"
+        assert terminals.output(ask)["output"] == f"{shown} hi True\n"
+    finally:
+        terminals.close()
 
 
 def test_a_terminal_belongs_to_its_session(service: TerminalService) -> None:

@@ -1,9 +1,11 @@
 """``terminal/*``: commands the agent runs on the client's machine, each reclaimed at release or close.
 
 Theory of operation.  ``terminal/create`` starts the command as a child process
-(``[command, *args]``, no shell; this process's environment plus the request's
-``env``; its own process group on POSIX) with stdin closed and stdout and
-stderr merged into one pipe.  A reader thread
+(``[command, *args]``, no shell; its own process group on POSIX) with stdin
+closed and stdout and stderr merged into one pipe.  Its environment is the
+agent's allowlist (``child_env``, as ``StdioTransport`` builds it: ``PATH``,
+``HOME``, ... but no secrets), or this whole environment with
+``inherit_env=True``, updated with the request's ``env``.  A reader thread
 per terminal (``acp-terminal[...]``) moves what the command writes into an
 ``OutputBuffer`` that keeps only the last ``outputByteLimit`` bytes
 (``DEFAULT_OUTPUT_BYTE_LIMIT`` when the agent names none, never more than
@@ -38,7 +40,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence
 
 from ..deadlines import Deadline
 from ..errors import InternalError, InvalidParams, JsonRpcError
-from ..transports.stdio import KILL_GRACE_S, reclaim
+from ..transports.stdio import KILL_GRACE_S, child_env, reclaim
 from .output import OutputBuffer
 from .wire import REQUEST_CANCELLED, exit_status
 
@@ -221,13 +223,20 @@ class TerminalService:
             ``terminal/create`` names no ``cwd`` (``None``: this process's).
         wait_deadline: ``wait_deadline(session_id)`` -> the deadline of a
             ``terminal/wait_for_exit`` of that session.
+        inherit_env: start each command from this process's whole environment,
+            not from the allowlist (``DEFAULT_ENV_ALLOWLIST``) an agent gets.
     """
 
     def __init__(
-        self, *, default_cwd: Callable[[str], Optional[str]], wait_deadline: Callable[[str], Deadline]
+        self,
+        *,
+        default_cwd: Callable[[str], Optional[str]],
+        wait_deadline: Callable[[str], Deadline],
+        inherit_env: bool = False,
     ) -> None:
         self._default_cwd = default_cwd
         self._wait_deadline = wait_deadline
+        self._inherit_env = inherit_env
         # _lock guards _terminals, _starting (terminals being started) and _closed.
         self._lock = threading.Lock()
         self._terminals: Dict[str, Terminal] = {}
@@ -244,8 +253,7 @@ class TerminalService:
         params = _mapping(params, "terminal/create")
         session_id = _string(params, "sessionId")
         argv = [_string(params, "command"), *_strings(params.get("args"), "args")]
-        env = dict(os.environ)
-        env.update(_environment(params.get("env")))
+        env = child_env(_environment(params.get("env")), self._inherit_env)
         cwd = params.get("cwd")
         if cwd is not None and (not isinstance(cwd, str) or not os.path.isabs(cwd)):
             raise InvalidParams(f"cwd must be an absolute path, not {cwd!r:.100}")

@@ -22,10 +22,12 @@ process of the tree, wait, kill what is left, reap; every wait bounded by a
 named constant.  ``_child`` ties the pieces together and holds the
 finalizer and the ``atexit`` hook.
 
-The reclaim serves other child processes of the library too, and is public
-here for that: ``reclaim`` ends a ``Reclaimable`` child and its whole
-process tree.  The ACP client's terminals end their commands with it, so a
-terminal's command leaves no more behind than a transport's child.
+Two pieces serve other child processes of the library too, and are public
+here for that: ``child_env`` (the allowlisted environment a child starts
+from) and ``reclaim`` (the reclaim of a ``Reclaimable`` child and its whole
+process tree).  The ACP client's terminals start and end their commands with
+them, so a terminal's command gets no more of the environment than an agent,
+and leaves no more behind than a transport's child.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ __all__ = [
     "THREAD_JOIN_S",
     "Reclaimable",
     "StdioTransport",
+    "child_env",
     "reclaim",
 ]
 
