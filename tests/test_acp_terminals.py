@@ -14,6 +14,8 @@ import json
 import os
 import select
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -21,7 +23,7 @@ import psutil
 import pytest
 
 from jsonrpc_threads import RequestTimeout
-from jsonrpc_threads.acp import AcpClient
+from jsonrpc_threads.acp import KILL_WAIT_S, AcpClient
 from jsonrpc_threads.acp.output import OutputBuffer
 from jsonrpc_threads.acp.terminals import TerminalService
 from jsonrpc_threads.acp.wire import exit_status
@@ -109,6 +111,22 @@ def test_output_and_exit_status_of_a_command(tmp_path: Path) -> None:
     assert got["release"] == {}
 
 
+SECRET = "ACP_TEST_SECRET_TOKEN"
+SHOW_ENV = f"import os; print(os.environ.get({SECRET!r}), os.environ.get('GREETING'), 'PATH' in os.environ)"
+
+
+@needs_sdk
+@pytest.mark.parametrize("inherit_env", [False, True])
+def test_a_terminal_starts_from_the_agents_allowlist_unless_inherit_env(
+    monkeypatch: pytest.MonkeyPatch, inherit_env: bool
+) -> None:
+    monkeypatch.setenv(SECRET, "hunter2")
+    create = python(SHOW_ENV, env=[{"name": "GREETING", "value": "hi"}])
+    said = _run([{"terminal": create, "then": ["wait", "output", "release"]}], inherit_env=inherit_env)
+    shown = "hunter2" if inherit_env else "None"
+    assert answers(said)["output"]["output"] == f"{shown} hi True\n"
+
+
 @needs_sdk
 def test_the_output_buffer_keeps_the_end_within_the_limit() -> None:
     code = "import sys; sys.stdout.write('0123456789' * 1000 + 'é' * 50 + 'END')"
@@ -177,6 +195,90 @@ def test_release_kills_the_whole_process_tree(service: TerminalService, pids_fif
     assert service.release({"sessionId": "s", "terminalId": terminal_id}) == {}
     assert all(gone(pid) for pid in pids)
     assert service.alive() == []
+
+
+def daemon_starter(fifo: str, *, exit_after: bool) -> str:
+    """A command that starts a daemon (double fork, ``setsid``) that ignores SIGTERM and holds stdout.
+
+    The daemon is neither the command's descendant (its parent exited) nor in
+    its process group; the command tells both pids through ``fifo`` once the
+    daemon runs, then exits (``exit_after``) or sleeps.
+    """
+    return (
+        "import os, signal, sys, time\n"
+        "read_end, write_end = os.pipe()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "        os.write(write_end, f'{os.getpid()}'.encode())\n"
+        "        time.sleep(1000)\n"
+        "    os._exit(0)\n"
+        "os.close(write_end)\n"
+        "os.wait()\n"
+        "daemon = os.read(read_end, 100).decode()\n"
+        "print('daemon', daemon, flush=True)\n"
+        f"fd = os.open({fifo!r}, os.O_WRONLY)\n"
+        "os.write(fd, f'{os.getpid()} {daemon}\\n'.encode())\n"
+        f"{'sys.exit(0)' if exit_after else 'time.sleep(1000)'}\n"
+    )
+
+
+def _reader_threads(terminal_id: str) -> List[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == f"acp-terminal[{terminal_id}]"]
+
+
+#: A release or close kills at once (no SIGTERM step) and waits at most KILL_WAIT_S for
+#: the tree, then as long again for the reader: the bound, with room for a slow machine.
+RECLAIM_BOUND_S = 2 * KILL_WAIT_S + 2.0
+
+
+@pytest.mark.parametrize("exit_after", [True, False], ids=["command-exited", "command-running"])
+@pytest.mark.parametrize("end", ["release", "close"])
+def test_a_daemon_in_its_own_session_that_ignores_sigterm_is_reclaimed(
+    service: TerminalService, pids_fifo: Tuple[str, int], end: str, exit_after: bool
+) -> None:
+    fifo, read_end = pids_fifo
+    terminal_id = service.create({"sessionId": "s", **python(daemon_starter(fifo, exit_after=exit_after))})[
+        "terminalId"
+    ]
+    command, daemon = read_pids(read_end)
+    ask = {"sessionId": "s", "terminalId": terminal_id}
+    if exit_after:
+        assert service.wait_for_exit(ask) == {"exitCode": 0, "signal": None}
+    assert not gone(daemon)
+    (reader,) = _reader_threads(terminal_id)
+    assert reader.is_alive()  # the daemon holds the output open
+    started = time.monotonic()
+    if end == "release":
+        assert service.release(ask) == {}
+    else:
+        service.close()
+    assert time.monotonic() - started < RECLAIM_BOUND_S
+    assert gone(daemon) and gone(command)
+    reader.join(RECLAIM_BOUND_S)
+    assert not reader.is_alive()
+    assert service.alive() == []
+
+
+@pytest.mark.parametrize("inherit_env", [False, True])
+def test_the_service_gives_a_command_the_allowlist_and_the_requests_env(
+    monkeypatch: pytest.MonkeyPatch, inherit_env: bool
+) -> None:
+    monkeypatch.setenv(SECRET, "hunter2")
+    terminals = TerminalService(
+        default_cwd=lambda session_id: None,
+        wait_deadline=lambda session_id: Deadline.after(TIMEOUT_S),
+        inherit_env=inherit_env,
+    )
+    try:
+        create = {"sessionId": "s", **python(SHOW_ENV, env=[{"name": "GREETING", "value": "hi"}])}
+        ask = {"sessionId": "s", "terminalId": terminals.create(create)["terminalId"]}
+        assert terminals.wait_for_exit(ask) == {"exitCode": 0, "signal": None}
+        shown = "hunter2" if inherit_env else "None"
+        assert terminals.output(ask)["output"] == f"{shown} hi True\n"
+    finally:
+        terminals.close()
 
 
 def test_a_terminal_belongs_to_its_session(service: TerminalService) -> None:

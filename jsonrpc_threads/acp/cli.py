@@ -7,7 +7,8 @@ Usage::
                         (PROMPT | -)
 
 Starts the agent (the allowlisted environment plus each ``--env``, as
-``StdioTransport`` does; ``--inherit-env`` passes it all),
+``StdioTransport`` does; ``--inherit-env`` passes it all, to the agent and to the
+commands it runs with ``--terminal``),
 runs the handshake, opens a session in ``--cwd`` (the working directory by
 default), sends the prompt (``-``: read it from stdin) and writes the agent's
 message chunks to stdout as they arrive; tool calls are reported on stderr,
@@ -66,7 +67,11 @@ def add_command(commands: Any, common: argparse.ArgumentParser, epilog: str) -> 
         metavar="NAME=VALUE",
         help="a variable for the agent (repeatable), beside the allowlist of this environment",
     )
-    acp.add_argument("--inherit-env", action="store_true", help="pass the agent this whole environment (and --env)")
+    acp.add_argument(
+        "--inherit-env",
+        action="store_true",
+        help="pass the agent, and its --terminal commands, this whole environment (and --env)",
+    )
     acp.add_argument("--fs-root", metavar="DIR", help="let the agent read files under DIR")
     acp.add_argument("--fs-write", action="store_true", help="and write them (with --fs-root)")
     acp.add_argument("--terminal", action="store_true", help="let the agent run commands here")

@@ -107,7 +107,11 @@ class AcpClient:
             ``None``: no file access, and none declared.
         fs_write: serve ``fs/write_text_file`` too (needs ``fs_root``).
         terminal: serve ``terminal/*``: the agent runs commands here, each a
-            child process with bounded output, reclaimed at release or close.
+            child process with bounded output, reclaimed at release or close
+            (its whole process tree).  A command's environment is the same
+            allowlist the agent starts from (not ``env``), updated with the
+            ``env`` of the agent's request; ``inherit_env=True`` starts it from
+            this whole environment instead.
         client_info: ``{"name", "version"}`` sent as ``clientInfo``.
         default_timeout: seconds a method waits unless its call says otherwise;
             ``None`` waits forever.
@@ -115,7 +119,9 @@ class AcpClient:
         on_update: ``callback(session_id, update)`` for updates that arrive
             outside a prompt turn or a load (on the library's update thread,
             in arrival order with the turns' updates).
-        inherit_env: give the agent this whole environment (and ``env``).
+        inherit_env: give the agent this whole environment (and ``env``), and
+            start terminals' commands from it too.  Off by default: secrets
+            (API keys, tokens) of this process reach neither.
 
     Raises:
         TransportClosed: the command cannot be started.
@@ -151,7 +157,11 @@ class AcpClient:
         self._turns = TurnBoard(on_update)
         self._permissions = PermissionDesk(on_permission, self._turns, self._default_timeout)
         self._terminals = (
-            TerminalService(default_cwd=self._sessions.cwd_of, wait_deadline=self._wait_deadline) if terminal else None
+            TerminalService(
+                default_cwd=self._sessions.cwd_of, wait_deadline=self._wait_deadline, inherit_env=inherit_env
+            )
+            if terminal
+            else None
         )
         self.client_capabilities = client_capabilities(
             read_files=self._files is not None, write_files=fs_write, terminal=terminal

@@ -1,22 +1,30 @@
 """``terminal/*``: commands the agent runs on the client's machine, each reclaimed at release or close.
 
 Theory of operation.  ``terminal/create`` starts the command as a child process
-(``[command, *args]``, no shell; this process's environment plus the request's
-``env``; its own process group on POSIX) with stdin closed and stdout and stderr
-merged into one pipe.  A reader thread per terminal (``acp-terminal[...]``)
-moves what the command writes into an ``OutputBuffer`` that keeps
-only the last ``outputByteLimit`` bytes (``DEFAULT_OUTPUT_BYTE_LIMIT`` when
-the agent names none, never more than ``MAX_OUTPUT_BYTE_LIMIT``: the output
-travels in one message), and closes the pipe at its end.
+(``[command, *args]``, no shell; its own process group on POSIX) with stdin
+closed and stdout and stderr merged into one pipe.  Its environment is the
+agent's allowlist (``child_env``, as ``StdioTransport`` builds it: ``PATH``,
+``HOME``, ... but no secrets), or this whole environment with
+``inherit_env=True``, updated with the request's ``env``.  A reader thread
+per terminal (``acp-terminal[...]``) moves what the command writes into an
+``OutputBuffer`` that keeps only the last ``outputByteLimit`` bytes
+(``DEFAULT_OUTPUT_BYTE_LIMIT`` when the agent names none, never more than
+``MAX_OUTPUT_BYTE_LIMIT``: the output travels in one message), and closes
+the pipe at its end.
 
 ``terminal/output`` answers at once; ``terminal/wait_for_exit`` waits for the
 exit, bounded by the deadline of the session's running turn (else the
 client's ``default_timeout``), then briefly (``OUTPUT_DRAIN_WAIT_S``) for
-the last output; ``terminal/kill`` kills the command's whole process tree
-(every process of its group, and every descendant found before the signal)
-and reaps it, within ``KILL_WAIT_S``; ``terminal/release`` kills what still
-runs and forgets the terminal.  ``TerminalService.close`` releases every
-terminal, and refuses new ones, so nothing the agent started outlives the client.
+the last output.  ``terminal/kill`` ends the command's whole process tree
+with the stdio transport's reclaim (``reclaim``: one reclaim for both), with
+no stdin grace and no SIGTERM step: SIGKILL to the command, its descendants,
+what is left in its process group, and every process that still holds its
+output pipe (a daemon in a session of its own, even after the command
+exited), then a bounded wait (``KILL_WAIT_S``).  ``terminal/release`` kills
+what still runs, waits (bounded) for the reader to reach the end of the
+output, and forgets the terminal.  ``TerminalService.close`` reclaims every
+terminal at once, and refuses new ones, so nothing the agent started outlives
+the client.
 """
 
 from __future__ import annotations
@@ -24,16 +32,15 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import signal
 import subprocess
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional
-
-import psutil
+import time
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence
 
 from ..deadlines import Deadline
 from ..errors import InternalError, InvalidParams, JsonRpcError
+from ..transports.stdio import KILL_GRACE_S, child_env, reclaim
 from .output import OutputBuffer
 from .wire import REQUEST_CANCELLED, exit_status
 
@@ -45,8 +52,9 @@ DEFAULT_OUTPUT_BYTE_LIMIT = 1024 * 1024
 MAX_OUTPUT_BYTE_LIMIT = 16 * 1024 * 1024
 #: The most terminals alive at once (created and not released).
 MAX_TERMINALS = 64
-#: How long a kill waits for the killed command to be reaped.
-KILL_WAIT_S = 2.0
+#: How long a kill waits for the killed process tree to be gone (the stdio transport's
+#: ``KILL_GRACE_S``: the same reclaim), and a release for the reader to reach the end.
+KILL_WAIT_S = KILL_GRACE_S
 #: After the command exited, how long an answer waits for the output it wrote last.
 OUTPUT_DRAIN_WAIT_S = 1.0
 #: Bytes read from the pipe at a time.
@@ -57,7 +65,15 @@ _numbers = itertools.count(1)
 
 
 class Terminal:
-    """One command, its output and its end.  Thread-safe."""
+    """One command, its output and its end.  Thread-safe.
+
+    A ``Reclaimable`` of the stdio transport's reclaim: ``popen``, ``pid``,
+    ``pipe_inodes`` and the rest are what ``reclaim`` needs to find the
+    command's whole process tree.
+
+    Raises:
+        OSError: the command cannot be started.
+    """
 
     def __init__(
         self,
@@ -72,11 +88,16 @@ class Terminal:
         self.terminal_id = terminal_id
         self.session_id = session_id
         self.argv = argv
-        # _lock guards _buffer and _drain_waited.
+        self.label = f"acp terminal {terminal_id}"
+        self.owner_pid = os.getpid()
+        self.new_session = _POSIX
+        # _lock guards _buffer, _eof and _drain_waited.
         self._lock = threading.Lock()
         self._buffer = OutputBuffer(limit)
+        self._eof = False
         self._drain_waited = False
-        self._popen = subprocess.Popen(
+        self.started_at = time.time()
+        self.popen = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -85,29 +106,31 @@ class Terminal:
             cwd=cwd,
             start_new_session=_POSIX,
         )
+        self.pid = self.popen.pid
+        self.pipe_inodes: FrozenSet[int] = frozenset()
         self._reader = threading.Thread(target=self._read, name=f"acp-terminal[{terminal_id}]", daemon=True)
+        pipe = self.popen.stdout
+        assert pipe is not None
         try:
+            # Whoever else holds this pipe at a kill is part of the command's tree.
+            self.pipe_inodes = frozenset({os.fstat(pipe.fileno()).st_ino})
             self._reader.start()
         except BaseException:
             self.kill()
-            assert self._popen.stdout is not None
-            self._popen.stdout.close()
+            pipe.close()
             raise
 
-    @property
-    def pid(self) -> int:
-        return self._popen.pid
-
     def _read(self) -> None:
-        pipe = self._popen.stdout
+        pipe = self.popen.stdout
         assert pipe is not None
         try:
             fd = pipe.fileno()
             while True:
                 chunk = os.read(fd, READ_CHUNK_BYTES)
-                if not chunk:
-                    return
                 with self._lock:
+                    if not chunk:
+                        self._eof = True
+                        return
                     self._buffer.append(chunk)
         except OSError as exc:
             logger.debug("terminal %s: reading its output failed: %s", self.terminal_id, exc)
@@ -124,7 +147,7 @@ class Terminal:
 
     def output(self) -> Dict[str, Any]:
         """``{"output", "truncated", "exitStatus"?}``: what the command wrote so far, and its end if it ended."""
-        returncode = self._popen.poll()
+        returncode = self.popen.poll()
         if returncode is not None:
             self._drain()
         with self._lock:
@@ -136,47 +159,60 @@ class Terminal:
     def wait(self, timeout: Optional[float]) -> Optional[Dict[str, Any]]:
         """The exit status once the command exited, or ``None`` when ``timeout`` passed first."""
         try:
-            returncode = self._popen.wait(timeout)
+            returncode = self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
         self._drain()
         return exit_status(returncode)
 
     def kill(self) -> None:
-        """Kill the command's whole process tree and reap it (within ``KILL_WAIT_S``)."""
-        popen = self._popen
-        descendants: List[psutil.Process] = []
-        if popen.poll() is None:
-            try:
-                descendants = psutil.Process(popen.pid).children(recursive=True)
-            except psutil.Error:
-                pass
-        if _POSIX:
-            try:
-                os.killpg(popen.pid, signal.SIGKILL)  # the group outlives its leader while a member lives
-            except OSError:
-                pass
-        try:
-            popen.kill()
-        except OSError:
-            pass
-        for process in descendants:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        try:
-            popen.wait(KILL_WAIT_S)
-        except subprocess.TimeoutExpired:
-            logger.warning("terminal %s: pid %d did not die within %.1fs", self.terminal_id, popen.pid, KILL_WAIT_S)
-        psutil.wait_procs(descendants, timeout=KILL_WAIT_S)
+        """Kill the command's whole process tree and reap it (``reclaim``, within ``KILL_WAIT_S``).
+
+        The tree is found as the stdio transport finds a child's: descendants,
+        the process group, and whoever holds the output pipe, so a daemon in a
+        session of its own dies too, even after the command exited.
+        """
+        reclaim([self], stdin_grace=0.0, terminate_grace=0.0)
 
     def release(self) -> None:
         """Kill what still runs and let the reader finish (bounded); the pipe closes with it."""
         self.kill()
-        self._reader.join(KILL_WAIT_S)
+        self.join_reader(time.monotonic() + KILL_WAIT_S)
+
+    def join_reader(self, deadline: float) -> None:
+        """Wait until ``deadline`` (``time.monotonic()``) for the reader to end; log when it did not."""
+        self._reader.join(max(0.0, deadline - time.monotonic()))
         if self._reader.is_alive():
             logger.warning("terminal %s: something still holds its output open", self.terminal_id)
+
+    # -- Reclaimable ----------------------------------------------------------------
+
+    def close_stdin(self, timeout: float) -> bool:
+        """Nothing to close: the command's stdin is ``/dev/null``."""
+        return True
+
+    def streams_closed(self, timeout: float) -> bool:
+        """Wait (bounded) for the output pipe to reach end of file: True when nobody holds it any more."""
+        reader = self._reader
+        if reader.ident is None or reader is threading.current_thread():
+            return False
+        reader.join(timeout)
+        with self._lock:
+            return self._eof and not reader.is_alive()
+
+    def reclaim_done(self) -> None:
+        """The reader stops by itself at the end of the output (``release`` waits for it, bounded)."""
+
+
+def reclaim_all(terminals: Sequence[Terminal]) -> None:
+    """Kill every terminal's process tree at once, then wait (bounded) for their readers.
+
+    One reclaim for them all, so a close takes one ``KILL_WAIT_S``, not one each.
+    """
+    reclaim(terminals, stdin_grace=0.0, terminate_grace=0.0)
+    deadline = time.monotonic() + KILL_WAIT_S
+    for terminal in terminals:
+        terminal.join_reader(deadline)
 
 
 class TerminalService:
@@ -187,13 +223,20 @@ class TerminalService:
             ``terminal/create`` names no ``cwd`` (``None``: this process's).
         wait_deadline: ``wait_deadline(session_id)`` -> the deadline of a
             ``terminal/wait_for_exit`` of that session.
+        inherit_env: start each command from this process's whole environment,
+            not from the allowlist (``DEFAULT_ENV_ALLOWLIST``) an agent gets.
     """
 
     def __init__(
-        self, *, default_cwd: Callable[[str], Optional[str]], wait_deadline: Callable[[str], Deadline]
+        self,
+        *,
+        default_cwd: Callable[[str], Optional[str]],
+        wait_deadline: Callable[[str], Deadline],
+        inherit_env: bool = False,
     ) -> None:
         self._default_cwd = default_cwd
         self._wait_deadline = wait_deadline
+        self._inherit_env = inherit_env
         # _lock guards _terminals, _starting (terminals being started) and _closed.
         self._lock = threading.Lock()
         self._terminals: Dict[str, Terminal] = {}
@@ -210,8 +253,7 @@ class TerminalService:
         params = _mapping(params, "terminal/create")
         session_id = _string(params, "sessionId")
         argv = [_string(params, "command"), *_strings(params.get("args"), "args")]
-        env = dict(os.environ)
-        env.update(_environment(params.get("env")))
+        env = child_env(_environment(params.get("env")), self._inherit_env)
         cwd = params.get("cwd")
         if cwd is not None and (not isinstance(cwd, str) or not os.path.isabs(cwd)):
             raise InvalidParams(f"cwd must be an absolute path, not {cwd!r:.100}")
@@ -286,15 +328,19 @@ class TerminalService:
             return list(self._terminals.values())
 
     def close(self) -> None:
-        """Release every terminal (each kill bounded) and refuse new ones."""
+        """Release every terminal and refuse new ones.
+
+        Every terminal's process tree is killed in one reclaim (bounded by
+        ``KILL_WAIT_S``), then each reader gets what is left of a second
+        ``KILL_WAIT_S`` to reach the end of its output.  Idempotent.
+        """
         with self._lock:
             self._closed = True
             terminals, self._terminals = list(self._terminals.values()), {}
-        for terminal in terminals:
-            try:
-                terminal.release()
-            except Exception:
-                logger.exception("terminal %s: release failed", terminal.terminal_id)
+        try:
+            reclaim_all(terminals)
+        except Exception:
+            logger.exception("terminals %s: reclaim failed", [t.terminal_id for t in terminals])
 
     def _find(self, params: Any, method: str) -> Terminal:
         params = _mapping(params, method)

@@ -21,6 +21,13 @@ the whole process tree (``_reclaim``): close stdin, wait, terminate every
 process of the tree, wait, kill what is left, reap; every wait bounded by a
 named constant.  ``_child`` ties the pieces together and holds the
 finalizer and the ``atexit`` hook.
+
+Two pieces serve other child processes of the library too, and are public
+here for that: ``child_env`` (the allowlisted environment a child starts
+from) and ``reclaim`` (the reclaim of a ``Reclaimable`` child and its whole
+process tree).  The ACP client's terminals start and end their commands with
+them, so a terminal's command gets no more of the environment than an agent,
+and leaves no more behind than a transport's child.
 """
 
 from __future__ import annotations
@@ -48,7 +55,15 @@ from ._child import (
 )
 from ._fast_path import READER_PARK_S
 from ._reader import EXIT_AFTER_EOF_WAIT_S
-from ._reclaim import KILL_GRACE_S, STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, reap_quietly, stdin_grace_within
+from ._reclaim import (
+    KILL_GRACE_S,
+    STDIN_CLOSE_GRACE_S,
+    TERMINATE_GRACE_S,
+    Reclaimable,
+    reap_quietly,
+    reclaim,
+    stdin_grace_within,
+)
 from ._spawn import DEFAULT_ENV_ALLOWLIST, Command, child_env, default_label, parse_command, spawn
 from ._stderr import DEFAULT_STDERR_TAIL_BYTES, STDERR_DRAIN_WAIT_S
 
@@ -67,7 +82,10 @@ __all__ = [
     "STDIN_CLOSE_GRACE_S",
     "TERMINATE_GRACE_S",
     "THREAD_JOIN_S",
+    "Reclaimable",
     "StdioTransport",
+    "child_env",
+    "reclaim",
 ]
 
 _log = get_logger(__name__)

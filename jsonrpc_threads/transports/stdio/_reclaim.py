@@ -1,6 +1,7 @@
 """Reclaiming a child and its whole process tree, every wait bounded.
 
-The escalation of ``close()``: close stdin and wait (``STDIN_CLOSE_GRACE_S``,
+The escalation of ``StdioTransport.close`` (and of an ACP terminal's kill,
+which has no stdin grace and no SIGTERM step): close stdin and wait (``STDIN_CLOSE_GRACE_S``,
 or a shorter grace the caller asks for: a language server told ``exit`` has
 had its chance to go);
 terminate every process of the tree, collected before anything is signalled,
@@ -58,13 +59,31 @@ _PROC_FD_DIR = "/proc/self/fd"
 
 
 class Reclaimable(Protocol):
-    """What the reclaim needs of one child (the transport's process state)."""
+    """What ``reclaim`` needs of one child: a stdio transport's child, an ACP terminal.
+
+    Attributes:
+        popen: the child, started by ``owner_pid``.
+        label: a short name for log lines.
+        pid: the child's process id.
+        owner_pid: the process that started it (``os.getpid()`` then).
+        started_at: ``time.time()`` just before it was started (a process older
+            than that is never taken for part of its tree).
+        new_session: True when it was started in a session of its own
+            (``start_new_session``): its process group is searched too.
+        pipe_inodes: the inodes of the pipes between us and the child: whoever
+            else holds one of them is part of its tree.
+
+    ``close_stdin(timeout)`` closes the child's stdin (False when that could not
+    be done in time); ``streams_closed(timeout)`` waits for its output pipes to
+    reach end of file (True when nobody holds them any more); ``reclaim_done()``
+    is called once the reclaim is over, for threads still reading to stop.
+    """
 
     popen: subprocess.Popen[bytes]
     label: str
     pid: int
-    owner_pid: int  # the process that started it
-    started_at: float  # time.time() just before it was started
+    owner_pid: int
+    started_at: float
     new_session: bool
     pipe_inodes: FrozenSet[int]
 
@@ -100,7 +119,31 @@ def owned(child: Reclaimable) -> bool:
 
 
 def reclaim(children: Sequence[Reclaimable], *, stdin_grace: float, terminate_grace: float) -> None:
-    """End the children and their trees: stdin EOF, then SIGTERM, then SIGKILL, then reap."""
+    """End the children and their whole process trees: stdin EOF, then SIGTERM, then SIGKILL, then reap.
+
+    The one reclaim of the library: ``StdioTransport.close`` and the ACP
+    client's terminals both end their children here.  Each child's tree is
+    collected before anything is signalled, and again after the stdin grace
+    (``collect_tree``): its descendants, what is left in its process group,
+    and every process that holds one of its pipes (a grandchild in a session
+    of its own, even once the child died).  Only children started by this
+    process are signalled (``owned``); ``reclaim_done`` is called on every
+    child at the end, whatever happened.
+
+    Thread-safe for distinct children; every wait is bounded: at most
+    ``stdin_grace + terminate_grace + KILL_GRACE_S`` in all.  What is still
+    running after SIGKILL is logged, not raised.
+
+    Args:
+        children: the children to end, together (one shared set of waits).
+        stdin_grace: seconds the children get to exit once their stdin is
+            closed (0: no wait).
+        terminate_grace: seconds their trees get to exit after SIGTERM; 0
+            skips SIGTERM and kills at once (SIGKILL).
+
+    Raises:
+        Nothing of its own: a process that cannot be signalled is left (and logged).
+    """
     ours = [child for child in children if owned(child)]
     try:
         if ours:
@@ -193,9 +236,10 @@ def _reclaim_trees(children: Sequence[Reclaimable], *, stdin_grace: float, termi
                 pass
     for child in children:
         trees[child].update(collect_tree(child))
-    _signal_all(children, trees, kill=False)
-    if _wait_gone(children, trees, time.monotonic() + terminate_grace):
-        return
+    if terminate_grace > 0:
+        _signal_all(children, trees, kill=False)
+        if _wait_gone(children, trees, time.monotonic() + terminate_grace):
+            return
     _signal_all(children, trees, kill=True)
     if not _wait_gone(children, trees, time.monotonic() + KILL_GRACE_S):
         for child in children:

@@ -75,7 +75,16 @@ def parse_command(command: Command) -> List[str]:
 def child_env(env: Optional[Mapping[str, Optional[str]]], inherit_env: bool) -> Dict[str, str]:
     """The child's environment: the allowlist (or everything) of ours, updated with ``env``.
 
-    A value of ``None`` in ``env`` removes that variable.
+    Reads ``os.environ`` at each call; thread-safe.  Used for a stdio
+    transport's child and for an ACP terminal's command alike.
+
+    Args:
+        env: variables to set; a value of ``None`` removes that variable.
+        inherit_env: start from this process's whole environment instead of
+            the variables named in ``DEFAULT_ENV_ALLOWLIST``.
+
+    Returns:
+        A new dict (the caller may change it).
     """
     if inherit_env:
         result = dict(os.environ)
