@@ -59,6 +59,7 @@ NEEDS: Dict[str, Tuple[str, ...]] = {
     "test_cli.py::test_lsp_*": ("node", "thirdparty"),
     "test_cli.py::test_rpc_over_http": ("thirdparty",),
     "test_cli.py::fixture:config": ("thirdparty",),  # its configuration starts the SDK's server
+    "test_mcp_server_schema.py::test_pydantic_*": ("thirdparty",),  # pydantic comes with the official SDKs
     "fixture:sdk_*": ("thirdparty",),  # the official MCP SDK's servers
     "fixture:everything_*": ("node",),  # the npm reference server
 }
