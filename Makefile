@@ -1,5 +1,5 @@
 # jsonrpc_threads: `make demo`, `make test` (`make test-fast`), `make check`, `make docs` (`make docs-serve`), `make dist`,
-# `make conformance`, `make bench`, `make loadtest`.
+# `make conformance`, `make conformance-server`, `make bench`, `make loadtest`.
 # Every target builds its own virtual environment in .venv from nothing but python3:
 # `make demo` installs the package alone (what the demo needs), the others add the
 # extras they need (`.[dev]`: tests, checks, docs, build).
@@ -30,7 +30,7 @@ CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_NEXT_SCENARIOS := $(shell cat tests/conformance/scenarios-next.txt)
 CONFORMANCE_RESULTS := build/conformance
 
-.PHONY: demo test test-fast check venv clean node-deps conformance bench bench-quick docs docs-serve dist browser loadtest
+.PHONY: demo test test-fast check venv clean node-deps conformance conformance-server bench bench-quick docs docs-serve dist browser loadtest
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -128,6 +128,11 @@ conformance: $(STAMP) $(NODE_STAMP)
 		passed=$$((passed + 1)); \
 	done; \
 	echo "== conformance 0.2.0-alpha.12: $$passed/$(words $(CONFORMANCE_NEXT_SCENARIOS)) scenarios passed"
+
+# The suite's SERVER scenarios (both requirement sets, and the extensions) against
+# jsonrpc_threads.examples.conformance_server on 127.0.0.1 (tests/conformance/server_suite.py).
+conformance-server: $(STAMP) $(NODE_STAMP)
+	$(PY) tests/conformance/server_suite.py $(CONFORMANCE_RESULTS)/server
 
 BENCH_STAMP := $(VENV)/.bench-installed
 

@@ -122,6 +122,7 @@ def serve(
     drain_timeout: Optional[float] = EOF_DRAIN_TIMEOUT_S,
     log_to_stderr: bool = True,
     print_to_stderr: bool = True,
+    on_response: Optional[Callable[[Any], None]] = None,
 ) -> None:
     """Serve JSON-RPC 2.0 requests, one JSON text per line, until end of input.
 
@@ -153,6 +154,12 @@ def serve(
         print_to_stderr: when serving on the process's own stdout (``stdout``
             not given), point ``sys.stdout`` at ``sys.stderr`` while serving, so
             a stray ``print()`` in a handler cannot corrupt the protocol stream.
+        on_response: for a server that sends the peer requests of its own
+            (through ``current_connection().write_line``): called with every
+            response the peer sends (the parsed JSON object), on the reading
+            thread: it must return at once (settle a future, say), since the
+            worker that waits for the answer may be the last one free.
+            ``None`` (the default): responses are logged and ignored.
 
     Raises:
         ValueError: for a ``max_workers`` or ``max_line_bytes`` below 1.  Bad
@@ -167,7 +174,7 @@ def serve(
     out_stream: IO[bytes] = sys.stdout.buffer if stdout is None else stdout
     connection = ServerConnection(out_stream)
     pool = WorkerPool(max_workers, "jsonrpc-server-worker")
-    dispatcher = Dispatcher(handler, connection, pool)
+    dispatcher = Dispatcher(handler, connection, pool, on_response)
     logging_attached = log_to_stderr and attach_stderr_logging()
     saved_stdout = None
     if own_stdout and print_to_stderr:

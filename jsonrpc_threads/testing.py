@@ -97,6 +97,8 @@ class MemoryTransport(Closing):
         max_workers: int = 4,
         drain_timeout: Optional[float] = 2.0,
         label: str = "memory",
+        on_response: Any = None,
+        on_exit: Any = None,
     ) -> MemoryTransport:
         """An end whose other side is ``jsonrpc_threads.server.serve(handler)``, run on a thread.
 
@@ -111,6 +113,10 @@ class MemoryTransport(Closing):
             max_workers: as for ``serve()``.
             drain_timeout: as for ``serve()``.
             label: the end's label.
+            on_response: as for ``serve()``: where the responses the client
+                sends go (a server that asks the client things).
+            on_exit: called (with no argument) on the server's thread once its
+                loop returned, before this end hears the end of stream.
 
         Returns:
             The end to give to the client under test (not started yet).
@@ -130,9 +136,14 @@ class MemoryTransport(Closing):
                     max_workers=max_workers,
                     drain_timeout=drain_timeout,
                     log_to_stderr=False,
+                    on_response=on_response,
                 )
             finally:
-                peer.close()
+                try:
+                    if on_exit is not None:
+                        on_exit()
+                finally:
+                    peer.close()
 
         thread = threading.Thread(target=run, name=f"jsonrpc-memory-server[{label}]", daemon=True)
         end._stoppers.append((thread, SERVER_STOP_WAIT_S))

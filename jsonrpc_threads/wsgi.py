@@ -61,11 +61,12 @@ import contextvars
 import functools
 
 from ._logs import get_logger
-from .errors import InvalidRequest, JsonRpcError, ParseError
+from .errors import InvalidRequest, ParseError
 from .messages import ErrorResponse, Notification, Request, Response, decode, encode, error_message, parse_message
 from .runtime.dispatch import answer_request, run_notification
 from .serving.connection import ServerConnection
 from .serving.context import handling
+from .serving.http_guard import ANY_HOST, LOOPBACK_HOSTS, HostGuard, read_body
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
@@ -84,11 +85,6 @@ logger = get_logger(__name__)
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 #: What a JSON answer is sent as.
 JSON_CONTENT_TYPE = "application/json"
-#: The names (any port) a request arriving over loopback may give as ``Host`` when
-#: ``allowed_hosts`` is not given; any ``127.x.x.x`` address counts too.
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-#: In ``allowed_hosts``: every ``Host`` is accepted (the ``Origin`` check stays).
-ANY_HOST = "*"
 
 _OK = "200 OK"
 _ACCEPTED = "202 Accepted"
@@ -96,9 +92,7 @@ _BAD_REQUEST = "400 Bad Request"
 _FORBIDDEN = "403 Forbidden"
 _NOT_FOUND = "404 Not Found"
 _NOT_ALLOWED = "405 Method Not Allowed"
-_LENGTH_REQUIRED = "411 Length Required"
 _MISDIRECTED = "421 Misdirected Request"
-_TOO_LARGE = "413 Content Too Large"
 
 
 class _HandlerContext:
@@ -196,15 +190,11 @@ class JsonRpcApp:
     ) -> None:
         if max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
-        for name, value in (("allowed_origins", allowed_origins), ("allowed_hosts", allowed_hosts)):
-            if isinstance(value, (str, bytes)):
-                raise TypeError(f"{name} takes a list of strings, not one string: [{value!r}]")
+        self._guard = HostGuard(allowed_hosts, allowed_origins)
         self.handler = handler
         self.max_body_bytes = max_body_bytes
-        self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins or ())
-        self.allowed_hosts = (
-            None if allowed_hosts is None else frozenset(host.strip().lower() for host in allowed_hosts)
-        )
+        self.allowed_origins = self._guard.allowed_origins
+        self.allowed_hosts = self._guard.allowed_hosts
         self.path = path
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -213,17 +203,17 @@ class JsonRpcApp:
             return _send(start_response, _NOT_FOUND, b"")
         if environ.get("REQUEST_METHOD") != "POST":
             return _send(start_response, _NOT_ALLOWED, b"", [("Allow", "POST")])
-        if not self._host_allowed(environ):
+        if not self._guard.host_allowed(environ):
             logger.warning(
                 "refused a POST naming host %.100r (from %s): not an allowed host",
                 environ.get("HTTP_HOST"),
                 environ.get("REMOTE_ADDR"),
             )
             return _send(start_response, _MISDIRECTED, b"")
-        if not self._origin_allowed(environ):
+        if not self._guard.origin_allowed(environ):
             logger.warning("refused a POST from origin %.100r", environ.get("HTTP_ORIGIN"))
             return _send(start_response, _FORBIDDEN, b"")
-        body, refusal = self._read_body(environ)
+        body, refusal = read_body(environ, self.max_body_bytes)
         if refusal is not None:
             status, error = refusal
             return _send(start_response, status, encode(error_message(None, error)) if error else b"")
@@ -287,82 +277,8 @@ class JsonRpcApp:
             served.__exit__()
             _current.reset(token)
 
-    def _host_allowed(self, environ: WSGIEnvironment) -> bool:
-        host = environ.get("HTTP_HOST")
-        if host is None:
-            return True  # no Host at all (HTTP/1.0): not a browser, which always sends one
-        host = str(host).strip().lower()
-        allowed = self.allowed_hosts
-        if allowed is None:
-            if not _is_loopback_address(str(environ.get("REMOTE_ADDR") or "")):
-                return True  # from another machine: the app cannot know its public names
-            name = _host_name(host)
-            return name in LOOPBACK_HOSTS or _is_loopback_address(name)
-        return ANY_HOST in allowed or host in allowed or _host_name(host) in allowed
-
-    def _origin_allowed(self, environ: WSGIEnvironment) -> bool:
-        origin = environ.get("HTTP_ORIGIN")
-        if not origin:
-            return True  # not a browser's cross-site request
-        origin = str(origin).rstrip("/").lower()
-        if origin in self.allowed_origins:
-            return True
-        host = str(environ.get("HTTP_HOST") or environ.get("SERVER_NAME") or "").strip().lower()
-        return origin.split("://", 1)[-1] == host
-
-    def _read_body(self, environ: WSGIEnvironment) -> Tuple[bytes, Optional[Tuple[str, Optional[JsonRpcError]]]]:
-        limit = self.max_body_bytes
-        too_large = InvalidRequest(
-            f"Message larger than the limit of {limit} bytes", data={"reason": "body too large", "limit": limit}
-        )
-        stream = environ["wsgi.input"]
-        length_text = environ.get("CONTENT_LENGTH") or ""
-        if length_text:
-            try:
-                length = int(length_text)
-            except ValueError:
-                return b"", (_BAD_REQUEST, InvalidRequest(data={"reason": "bad Content-Length"}))
-            if length > limit:
-                return b"", (_TOO_LARGE, too_large)
-            return _read_exactly(stream, length), None
-        if not environ.get("wsgi.input_terminated"):
-            return b"", (_LENGTH_REQUIRED, None)
-        body = stream.read(limit + 1)  # a chunked body the server ends for us
-        if len(body) > limit:
-            return b"", (_TOO_LARGE, too_large)
-        return body, None
-
     def __repr__(self) -> str:
         return f"<JsonRpcApp {getattr(self.handler, '__name__', self.handler)!r}>"
-
-
-def _host_name(host: str) -> str:
-    """``host`` (a ``Host`` header's value, lower case) without its port: ``"[::1]:80"`` -> ``"[::1]"``."""
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def _is_loopback_address(address: str) -> bool:
-    """Whether ``address`` is a loopback IP address (``127.x.x.x``, ``::1``, ``::ffff:127.x.x.x``)."""
-    if address.startswith("::ffff:"):
-        address = address[len("::ffff:") :]
-    if address in ("::1", "[::1]"):
-        return True
-    parts = address.split(".")
-    return len(parts) == 4 and parts[0] == "127" and all(part.isdigit() and int(part) < 256 for part in parts)
-
-
-def _read_exactly(stream: Any, length: int) -> bytes:
-    parts: List[bytes] = []
-    remaining = length
-    while remaining > 0:
-        chunk = stream.read(remaining)
-        if not chunk:
-            break  # the client went away: what arrived is all there is
-        parts.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(parts)
 
 
 def _send(

@@ -45,6 +45,7 @@ LEAK_GRACE_S = 5.0
 NEEDS: Dict[str, Tuple[str, ...]] = {
     "test_docs.py": ("browser",),
     "test_mcp_conformance.py": ("node",),
+    "test_mcp_server_conformance.py": ("node",),
     "test_mcp_everything.py": ("node",),
     "test_acp_typescript.py": ("node",),
     "test_lsp_servers.py": ("node", "thirdparty"),  # pyright (npm) and pylsp

@@ -95,12 +95,24 @@ class Dispatcher:
         handler: ``handler(method, params) -> result``, run on a worker.
         connection: where answers go.
         pool: the workers that run handlers.
+        on_response: given every response the peer sends (``{"id", "result"}`` or
+            ``{"id", "error"}``, as parsed JSON), on the reader's thread (it must
+            not block: a worker may be the one waiting for that answer): how a
+            server that sends requests of its own gets their answers.  ``None``: responses
+            are logged and ignored.
     """
 
-    def __init__(self, handler: Handler, connection: ServerConnection, pool: WorkerPool) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        connection: ServerConnection,
+        pool: WorkerPool,
+        on_response: Optional[Callable[[Any], None]] = None,
+    ) -> None:
         self._handler = handler
         self._connection = connection
         self._pool = pool
+        self._on_response = on_response
 
     def line_too_long(self, limit: int) -> None:
         """A line over ``limit`` bytes was discarded: answer -32600 with ``"id": null`` and the limit."""
@@ -143,6 +155,9 @@ class Dispatcher:
 
         Answers go to ``deliver`` for a single message, into ``batch`` otherwise.
         """
+        if _is_response(obj) and self._on_response is not None:
+            self._on_response(obj)  # on this thread: a worker may be waiting for it
+            return
         try:
             message = parse_message(obj)
         except InvalidRequest as exc:
@@ -195,6 +210,10 @@ class Dispatcher:
                 "server",
                 logger,
             )
+
+
+def _is_response(obj: Any) -> bool:
+    return isinstance(obj, dict) and "method" not in obj and "id" in obj and ("result" in obj or "error" in obj)
 
 
 __all__ = ["Dispatcher"]

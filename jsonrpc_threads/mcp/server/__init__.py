@@ -8,3 +8,9 @@ request; the ways to run it (stdio, WSGI, in memory for tests) only move
 messages.  User code runs on the server's worker threads or on the WSGI
 server's request thread, never on a reader thread or under a library lock.
 """
+
+from .content import Audio, EmbeddedResource, Image, ResourceLink
+from .context import Context
+from .mcp_server import McpServer
+
+__all__ = ["Audio", "Context", "EmbeddedResource", "Image", "McpServer", "ResourceLink"]

@@ -20,6 +20,11 @@ other type wrapped as ``{"result": ...}``.  A return type that is text or conten
 output schema: its result is its content blocks alone.  pydantic is
 used only for hints that are pydantic models or Fields, which exist only once
 the user imported it: this module never imports it.
+
+``Annotated`` metadata: a string is the parameter's description; a mapping is
+merged into its schema as given (``Annotated[str, {"x-mcp-header": "Region"}]``
+mirrors the argument into an ``Mcp-Param-Region`` header in the stateless
+era, ``{"maxLength": 64}`` adds a keyword).
 """
 
 from __future__ import annotations
@@ -305,6 +310,8 @@ class _Schemas:
         for item in metadata:
             if isinstance(item, str):
                 schema["description"] = item
+            elif isinstance(item, Mapping):  # schema keywords as given: Annotated[str, {"x-mcp-header": "Region"}]
+                schema.update(item)
             elif type(item).__name__ == "FieldInfo" and type(item).__module__.startswith("pydantic"):
                 for key in ("title", "description", "examples"):
                     if getattr(item, key, None) is not None:
