@@ -68,6 +68,9 @@ def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
         The timeout as a float, or ``None`` for ``None``, ``inf`` and anything
         longer than a thread can wait.
 
+    Any real number is taken (an ``int`` of any size, a ``Fraction``, a
+    ``Decimal``); one longer than a thread can wait means no deadline.
+
     Raises:
         TypeError: for a bool, a string or anything that is not a real number.
         ValueError: for a negative number or NaN.
@@ -76,9 +79,14 @@ def check_timeout(timeout: object, what: str = "timeout") -> Optional[float]:
         return timeout  # the usual case, on every call (NaN fails the comparison and goes below)
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+    if isinstance(timeout, (bool, str, bytes, bytearray, complex)) or not hasattr(timeout, "__float__"):
         raise TypeError(f"{what} must be a number of seconds or None, not {type(timeout).__name__}")
-    value = float(timeout)
+    try:
+        value = float(timeout)  # any real number: int, float, Fraction, Decimal, numpy's
+    except OverflowError:  # an int beyond a float's range (10**400): longer than any wait, or far below 0
+        value = float("inf") if timeout > 0 else float("-inf")  # type: ignore[operator]
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a number of seconds or None, not {type(timeout).__name__}") from None
     if is_nan(value) or value < 0:
         raise ValueError(f"{what} must be >= 0 seconds, not {timeout!r}")
     if value >= NO_DEADLINE_AT_S:
@@ -123,6 +131,9 @@ def passed(deadline: Optional[float]) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
 
+_set = object.__setattr__
+
+
 class Deadline:
     """One call's deadline, made once where the call enters and handed down to every step it triggers.
 
@@ -130,7 +141,8 @@ class Deadline:
     of its own; ``timeout`` keeps the seconds the caller gave, for messages
     ("timed out after 4.0s" names the whole call, not what was left for its
     last step).  ``None`` means no deadline, exactly as for a timeout.
-    Immutable; thread-safe.
+    Immutable (setting an attribute raises ``AttributeError``: a step handed
+    the caller's deadline cannot extend it for the steps after it); thread-safe.
 
     Attributes:
         at: the ``time.monotonic`` moment it passes, or ``None``.
@@ -138,10 +150,18 @@ class Deadline:
     """
 
     __slots__ = ("at", "timeout")
+    at: Optional[float]
+    timeout: Optional[float]
 
     def __init__(self, timeout: Optional[float], at: Optional[float]) -> None:
-        self.timeout = timeout
-        self.at = at
+        _set(self, "timeout", timeout)
+        _set(self, "at", at)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Deadline cannot be changed (its {name!r} is fixed where the call entered)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a Deadline cannot be changed (its {name!r} is fixed where the call entered)")
 
     @classmethod
     def after(cls, timeout: object, default: Optional[float] = None, what: str = "timeout") -> Deadline:

@@ -102,7 +102,7 @@ def test_an_agent_of_another_protocol_version_is_refused_and_reclaimed() -> None
     with pytest.raises(ProtocolError, match="protocol version 2"), client:
         pass
     assert client.closed
-    with pytest.raises(ProtocolError):  # the handshake's outcome sticks
+    with pytest.raises(TransportClosed):  # a closed client's calls fail as closed
         client.new_session()
 
 
@@ -440,7 +440,13 @@ def test_without_a_callback_or_a_reject_option_the_answer_is_cancelled() -> None
 
 @pytest.mark.parametrize(
     ("decision", "logged"),
-    [(None, None), ("not-offered", "did not offer"), (RuntimeError("the dialog crashed"), "on_permission raised")],
+    [
+        (None, None),
+        ("not-offered", "did not offer"),
+        (RuntimeError("the dialog crashed"), "on_permission raised"),
+        (SystemExit(2), "on_permission raised"),  # issue 47, item 7: never answered before
+        (KeyboardInterrupt(), "on_permission raised"),
+    ],
 )
 def test_a_callback_that_refuses_raises_or_names_an_unknown_option_answers_cancelled(
     decision: Any, logged: Optional[str], caplog: pytest.LogCaptureFixture

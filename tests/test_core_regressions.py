@@ -19,6 +19,8 @@ import textwrap
 import threading
 import time
 from concurrent.futures import Future
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Callable, Iterator, List
 
 import pytest
@@ -30,6 +32,7 @@ from jsonrpc_threads import (
     StdioTransport,
     TransportClosed,
 )
+from jsonrpc_threads.deadlines import Deadline, check_timeout
 from jsonrpc_threads.observe import add_close_listener, trace_wire
 from jsonrpc_threads.runtime.scheduler import Scheduler, default_scheduler
 
@@ -614,3 +617,44 @@ def test_a_call_whose_peer_dies_fails_only_after_the_notifications_it_sent_were_
             with pytest.raises(TransportClosed):
                 future.result(WAIT_S)
             assert handled == [0, 1, 2]
+
+
+# -- issue 47, items 14 and 15: any real number is a timeout; a Deadline cannot be changed --------------
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [(10**400, None), (Fraction(1, 2), 0.5), (Decimal("0.25"), 0.25), (3, 3.0), (2**2000, None)],
+)
+def test_any_real_number_is_a_timeout(given: object, expected: object) -> None:
+    assert check_timeout(given) == expected
+    assert Deadline.after(given).timeout == expected
+
+
+@pytest.mark.parametrize("bad", [-(10**400), Fraction(-1, 2), Decimal("-1"), Decimal("NaN")])
+def test_negative_or_nan_real_numbers_are_refused(bad: object) -> None:
+    with pytest.raises(ValueError):
+        check_timeout(bad)
+
+
+@pytest.mark.parametrize("bad", [1j, "1", b"1", True, [1], object()])
+def test_what_is_not_a_real_number_is_a_type_error(bad: object) -> None:
+    with pytest.raises(TypeError):
+        check_timeout(bad)
+
+
+def test_a_huge_int_timeout_is_no_deadline_for_a_call(client: JsonRpcClient) -> None:
+    assert client.call("echo", ["x"], timeout=10**400) == ["x"]
+    assert client.call("echo", ["y"], timeout=Fraction(5, 1)) == ["y"]
+
+
+def test_a_deadline_cannot_be_extended_by_a_step() -> None:
+    deadline = Deadline.after(1.0)
+    at = deadline.at
+    with pytest.raises(AttributeError):
+        deadline.at = at + 100  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        deadline.timeout = None  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del deadline.at
+    assert deadline.at == at and deadline.timeout == 1.0

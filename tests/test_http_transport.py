@@ -1103,3 +1103,30 @@ def test_the_direct_path_is_chosen_in_one_place() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "direct":
                 importers.append(path.relative_to(package).as_posix())
     assert importers == ["transports/_httpbase/endpoint.py"]
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt()])
+def test_a_header_provider_raising_base_exception_fails_the_call_at_once(peer: HttpPeer, raised: BaseException) -> None:
+    """Issue 47, item 8: it left the call hanging (forever with timeout=None)."""
+
+    def provider() -> Dict[str, str]:
+        raise raised
+
+    with make_client(peer.url, header_provider=provider) as client:
+        started = time.monotonic()
+        with pytest.raises(HttpError, match=type(raised).__name__):
+            client.call("echo", [1], timeout=WAIT_S)
+        assert time.monotonic() - started < WAIT_S / 2
+
+
+class _RaisingAuth(requests.auth.AuthBase):
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        raise SystemExit(4)
+
+
+def test_an_auth_hook_raising_system_exit_fails_the_call_at_once(peer: HttpPeer) -> None:
+    with make_client(peer.url, auth=_RaisingAuth()) as client:
+        started = time.monotonic()
+        with pytest.raises(HttpError, match="SystemExit"):
+            client.call("echo", [1], timeout=None)
+        assert time.monotonic() - started < WAIT_S / 2

@@ -107,11 +107,11 @@ class AgentConnection:
             JsonRpcError: the agent refused ``initialize``.
         """
         with self._lock:
+            if self._closing:
+                raise TransportClosed("AcpClient closed")
             handshake = self._handshake
             mine = handshake is None
             if handshake is None:
-                if self._closing:
-                    raise TransportClosed("AcpClient closed")
                 handshake = self._handshake = Future()
         if mine:
             try:
@@ -124,6 +124,8 @@ class AgentConnection:
         try:
             return handshake.result(timeout=deadline.remaining())
         except FutureTimeout:
+            if handshake.done():
+                raise  # the handshake's own failure: a RequestTimeout is a TimeoutError too (3.11+)
             raise RequestTimeout(
                 INITIALIZE, None, deadline.timeout, "another thread's handshake is still running"
             ) from None

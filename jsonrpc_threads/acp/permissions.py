@@ -139,7 +139,7 @@ class PermissionDesk:
     def _decide(self, callback: PermissionCallback, params: Dict[str, Any], pending: _Pending) -> None:
         try:
             choice = callback(params)
-        except Exception:
+        except BaseException:  # SystemExit and KeyboardInterrupt too: the agent must get its answer
             logger.exception("on_permission raised: answered cancelled")
             choice = None
         if choice is None:

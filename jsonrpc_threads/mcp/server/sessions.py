@@ -71,6 +71,8 @@ class Questions:
             send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             return future.result(timeout)
         except FutureTimeout:
+            if future.done():
+                raise  # the answer itself was a timeout error
             raise RequestTimeout(
                 method, request_id, timeout, "the client did not answer the server's request"
             ) from None

@@ -97,7 +97,9 @@ class Endpoint:
                 headers.update(provider())
             except JsonRpcError:
                 raise
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit too: this request fails, never hangs (Ctrl-C passes)
+                if _interrupts_caller(exc):
+                    raise
                 raise HttpError(f"{self.label}: header_provider failed: {type(exc).__name__}") from None
         headers["Accept"] = accept
         if self._add_headers is not None:
@@ -135,7 +137,14 @@ class Endpoint:
         secrets = self._secrets if target is None else self._secrets.including(target)
         with LogScope(secrets, headers), carrying(exchange), self.errors(what, exchange):
             url = self.url if target is None else target
-            send = self._sender.prepare(method, url, headers, data)
+            try:
+                send = self._sender.prepare(method, url, headers, data)
+            except Exception:
+                raise
+            except BaseException as exc:  # the auth hook's SystemExit: this request fails, never hangs
+                if _interrupts_caller(exc):
+                    raise
+                raise HttpError(f"{self.label}: {what}: the auth hook raised {type(exc).__name__}") from None
             # The auth hook ran while preparing, for as long as it liked.
             if exchange.stopped:
                 raise DeadlinePassed(f"{self.label}: {what}: the exchange was abandoned")
@@ -171,6 +180,11 @@ class Endpoint:
         """Close the session's pools and every socket (once no thread uses them)."""
         self._http.close()
         self.connections.close_all()
+
+
+def _interrupts_caller(exc: BaseException) -> bool:
+    """True for a Ctrl-C on the main thread: it stops the program, not just this request."""
+    return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
 
 
 __all__ = ["Endpoint"]

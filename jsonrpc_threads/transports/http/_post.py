@@ -90,7 +90,7 @@ class Poster:
             ):
                 return
             self._sink.fail(exchange.owed(), exc)
-        except Exception as exc:  # a bug: never leave a request hanging
+        except BaseException as exc:  # a bug, or user code's SystemExit: never leave a request hanging
             logger.exception("%s: unexpected failure of a POST", self._label)
             self._sink.fail(exchange.owed(), HttpError(f"{self._label}: unexpected failure: {type(exc).__name__}"))
 
