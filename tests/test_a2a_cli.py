@@ -88,6 +88,10 @@ def test_usage_errors_and_an_agent_that_cannot_be_reached() -> None:
     assert a2a("not-a-url", "hi")[0] == 2
     assert a2a("http://127.0.0.1:1", "   ")[0] == 2
     assert a2a("http://127.0.0.1:1", "hi", "--header", "no colon")[0] == 2
+    for bad in ("X-Key: a\nInjected: 1", "X-Key: a\rb", "Bad Name: v"):  # issue 47, item 12
+        code, out, err = a2a("http://127.0.0.1:1", "hi", "--header", bad)
+        assert (code, out) == (2, ""), err
+        assert "header" in err and "a\nInjected" not in err
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]

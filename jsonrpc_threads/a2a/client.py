@@ -362,9 +362,11 @@ class A2aClient:
             raise TransportClosed("A2aClient closed")
         return self._connection.ready(deadline, method)
 
-    def _stream(self, agent: Agent, method: str, params: Dict[str, Any], deadline: Deadline) -> EventStream:
+    def _stream(
+        self, agent: Agent, method: str, params: Dict[str, Any], deadline: Deadline, task_id: Optional[str] = None
+    ) -> EventStream:
         answer, request_id = self._connection.stream(method, params, deadline)
-        return EventStream(answer, request_id, method, agent.dialect, deadline)
+        return EventStream(answer, request_id, method, agent.dialect, deadline, task_id)
 
     def _get_task(self, task_id: str, history_length: Optional[int], deadline: Deadline, method: str) -> Dict[str, Any]:
         agent = self._agent(deadline, method)
@@ -380,7 +382,7 @@ class A2aClient:
     def _subscribe(self, agent: Agent, task_id: str, deadline: Deadline) -> EventStream:
         dialect = agent.dialect
         params = dialect.with_tenant({"id": task_id}, agent.interface.tenant)
-        return self._stream(agent, dialect.subscribe, params, deadline)
+        return self._stream(agent, dialect.subscribe, params, deadline, task_id)
 
     def _wait_streaming(self, agent: Agent, task_id: str, deadline: Deadline) -> Optional[Dict[str, Any]]:
         """Follow the task's stream to its end; the task then, or ``None`` to poll instead."""

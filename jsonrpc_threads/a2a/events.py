@@ -46,7 +46,7 @@ from ..errors import (
 )
 from ..transports.http import MessageStream
 from .errors import error_from_a2a
-from .wire import Dialect, ends_stream
+from .wire import Dialect, ends_stream, task_of
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,9 @@ class EventStream:
             ``UnsupportedOperation``, ...), before or during the stream.
         HttpConnectionError: the stream broke, or ended before a final event.
         TransportClosed: the client was closed.
-        ProtocolError: the agent sent something that is not an A2A event.
+        ProtocolError: the agent sent something that is not an A2A event, or
+            an event of another task than the stream's (the task named, or
+            the first event's): never taken as this task's answer.
         JsonRpcError: any other failure of the exchange (an HTTP status, ...).
 
     Attributes:
@@ -73,8 +75,17 @@ class EventStream:
         last: the last event handed over (``None`` before the first).
     """
 
-    def __init__(self, messages: MessageStream, request_id: str, method: str, dialect: Dialect, deadline: Deadline):
+    def __init__(
+        self,
+        messages: MessageStream,
+        request_id: str,
+        method: str,
+        dialect: Dialect,
+        deadline: Deadline,
+        task_id: Optional[str] = None,
+    ):
         self._messages = messages
+        self._task_id = task_id  # the task this stream is about: the one named, else the first event's
         self._request_id = request_id
         self.method = method
         self._dialect = dialect
@@ -114,6 +125,16 @@ class EventStream:
         except BaseException:
             self.close()
             raise
+        owner = task_of(event)
+        if owner is not None:
+            if self._task_id is None:
+                self._task_id = owner
+            elif owner != self._task_id:
+                self.close()
+                raise ProtocolError(
+                    f"the agent's {self.method} stream for task {self._task_id!r} carried an event of "
+                    f"task {owner!r}: refused (it is never taken as this task's answer)"
+                )
         self.last = event
         if ends_stream(event):
             self.close()

@@ -253,6 +253,19 @@ def ends_stream(event: Mapping[str, Any]) -> bool:
     return state is not None and (state in TERMINAL_STATES or state in INTERRUPTED_STATES)
 
 
+def task_of(event: Mapping[str, Any]) -> Optional[str]:
+    """The id of the task an event is about (a Task's ``id``, an update's ``taskId``); ``None`` for a message.
+
+    Raises:
+        ProtocolError: an object that is no A2A event.
+    """
+    kind = event_kind(event)
+    if kind == MESSAGE:
+        return None
+    owner = event.get("id") if kind == TASK else event.get("taskId")
+    return owner if isinstance(owner, str) else None
+
+
 def is_done(task: Mapping[str, Any]) -> bool:
     """True for a task in a terminal or interrupted state (what ``A2aClient.wait`` waits for)."""
     state = state_of(task)
@@ -338,5 +351,6 @@ __all__: List[str] = [
     "normalize_state",
     "parts_text",
     "state_of",
+    "task_of",
     "text_of",
 ]

@@ -155,10 +155,19 @@ def check_message_headers(label: str, headers: Mapping[str, str]) -> None:
         HttpError: naming the header (never its value: it may be a secret).
     """
     for name, value in headers.items():
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            raise HttpError(f"{label}: invalid message header name {name!r}")
-        if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
-            raise HttpError(f"{label}: the value of message header {name!r} is not a valid HTTP field value")
+        problem = header_problem(name, value)
+        if problem is not None:
+            raise HttpError(f"{label}: {problem.replace('header', 'message header', 1)}")
+
+
+def header_problem(name: object, value: object) -> Optional[str]:
+    """Why HTTP cannot carry this header (a name that is no RFC 9110 token, a value with a line
+    break or another control character), or ``None``; the reason never holds the value (a secret, maybe)."""
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        return f"invalid header name {name!r}"
+    if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
+        return f"the value of header {name!r} is not a valid HTTP field value (a line break or control character?)"
+    return None
 
 
 def redirect_error(label: str, status: int, location: str) -> HttpError:
@@ -182,7 +191,10 @@ def status_error(
 
     A JSON-RPC error in the body that answers one of the exchange's requests
     is handed to ``answers_ours`` (which delivers it and returns True); the
-    first other one (``id`` null, or not ours) is the error returned.
+    first other one (``id`` null, or not ours) is the error returned.  Only a
+    real JSON-RPC error response counts (``"jsonrpc": "2.0"``, an ``error``
+    object with an integer ``code``, no ``result``): any other body is the
+    server's own page, and the answer an ``HttpError`` with its status.
     """
     if status == 404 and sent_session:
         return SessionExpired(f"{label}: the session expired (404)", status_code=404, body_excerpt=excerpt(body))
@@ -192,14 +204,21 @@ def status_error(
     except ValueError:
         value = None
     for item in value if isinstance(value, list) else (value,):
-        if not (isinstance(item, dict) and "error" in item and "result" not in item):
-            continue
+        if not _is_error_response(item):
+            continue  # not a JSON-RPC error response (a 404 page's own JSON with an "error" member, say)
         if not answers_ours(item) and error is None:
             error = error_from_response(item["error"])
     if error is not None:
         return error
     reason = reason or http.client.responses.get(status, "")
     return HttpError(f"{label}: HTTP {status} {reason}".rstrip(), status_code=status, body_excerpt=excerpt(body))
+
+
+def _is_error_response(item: Any) -> bool:
+    if not isinstance(item, dict) or item.get("jsonrpc") != "2.0" or "result" in item:
+        return False
+    error = item.get("error")
+    return isinstance(error, dict) and isinstance(error.get("code"), int) and not isinstance(error.get("code"), bool)
 
 
 def stream_refused(
@@ -244,6 +263,7 @@ def root_cause(exc: BaseException) -> str:
 
 
 __all__ = [
+    "header_problem",
     "NETWORK_ERRORS",
     "DeadlinePassed",
     "NetworkErrors",

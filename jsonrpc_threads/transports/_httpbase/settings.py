@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 from urllib.parse import urlsplit
 
 from ..redact import redact_headers, url_label
+from .errors import header_problem
 from .wire import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -65,6 +66,10 @@ class HttpSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers or {})))
+        for name, value in self.headers.items():
+            problem = header_problem(name, value)
+            if problem is not None:
+                raise ValueError(problem)
         if self.max_workers < 1:
             raise ValueError("max_workers must be at least 1")
         if self.max_message_bytes <= 0:
