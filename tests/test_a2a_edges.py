@@ -78,9 +78,8 @@ def test_wait_never_returns_another_tasks_final_event(agent: Any) -> None:
     app, base = agent
     app.subscribe_events = [{"task": _task("other-task", "TASK_STATE_COMPLETED")}]
     app.get_task = _task("task-1", "TASK_STATE_WORKING")
-    with A2aClient(base, default_timeout=WAIT_S) as client:
-        with pytest.raises(ProtocolError, match="other-task"):
-            client.wait("task-1")
+    with A2aClient(base, default_timeout=WAIT_S) as client, pytest.raises(ProtocolError, match="other-task"):
+        client.wait("task-1")
 
 
 def test_a_subscription_refuses_events_of_another_task(agent: Any) -> None:
@@ -101,8 +100,7 @@ def test_a_404_with_an_error_member_is_an_http_error_not_the_agents_refusal(agen
     app, base = agent
     app.status = "404 Not Found"
     app.body = json.dumps({"error": {"code": -32603, "message": "no such thing"}}).encode()
-    with A2aClient(base, default_timeout=WAIT_S) as client:
-        with pytest.raises(HttpError) as caught:
-            client.send_message("hi")
+    with A2aClient(base, default_timeout=WAIT_S) as client, pytest.raises(HttpError) as caught:
+        client.send_message("hi")
     assert not isinstance(caught.value, RemoteError)
     assert caught.value.status_code == 404

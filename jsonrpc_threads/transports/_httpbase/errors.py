@@ -204,7 +204,7 @@ def status_error(
     except ValueError:
         value = None
     for item in value if isinstance(value, list) else (value,):
-        if not _is_error_response(item):
+        if not isinstance(item, dict) or not _is_error_response(item):
             continue  # not a JSON-RPC error response (a 404 page's own JSON with an "error" member, say)
         if not answers_ours(item) and error is None:
             error = error_from_response(item["error"])
