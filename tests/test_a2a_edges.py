@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 import pytest
 
 from jsonrpc_threads.a2a import A2aClient
-from jsonrpc_threads.errors import HttpError, ProtocolError, RemoteError
+from jsonrpc_threads.errors import HttpError, ProtocolError, RemoteError, RequestTimeout
 
 from .wsgi_support import WsgirefServer
 
@@ -104,3 +105,34 @@ def test_a_404_with_an_error_member_is_an_http_error_not_the_agents_refusal(agen
         client.send_message("hi")
     assert not isinstance(caught.value, RemoteError)
     assert caught.value.status_code == 404
+
+
+# -- issue 47, item 9: a blocking hook never holds the caller past its deadline -----------------------------
+
+#: How far past its deadline a call may return (scheduling, on a loaded machine).
+LATE_S = 0.8
+
+
+@pytest.mark.parametrize("call", ["send_message", "stream_message"])
+def test_a_blocking_header_provider_does_not_hold_the_caller_past_its_deadline(agent: Any, call: str) -> None:
+    app, base = agent
+    app.get_task = _task("task-1", "TASK_STATE_COMPLETED")
+    release = threading.Event()
+
+    def provider() -> Dict[str, str]:
+        release.wait(WAIT_S)
+        return {}
+
+    client = A2aClient(base, header_provider=provider)
+    try:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            if call == "send_message":
+                client.send_message("hi", timeout=1.0)
+            else:
+                for _ in client.stream_message("hi", timeout=1.0):
+                    pass
+        assert time.monotonic() - started < 1.0 + LATE_S
+    finally:
+        release.set()
+        client.close()

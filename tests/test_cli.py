@@ -484,3 +484,38 @@ def test_lsp_usage_errors_and_a_server_that_cannot_start(tmp_path: Path, marker:
 
 def test_every_exit_code_is_documented() -> None:
     assert sorted(EXIT_CODES) == [0, 1, 2, 3, 4, 5, 130]
+
+
+def test_a_timeout_is_shown_at_the_deadline_before_the_server_is_stopped() -> None:
+    """Issue 47, first hour: the error came only after the child was reclaimed (2.2 s past --timeout).
+
+    The server never answers and ignores SIGTERM, so stopping it takes its graces:
+    the error line must arrive well before the command ends, and a line says the
+    server is being stopped.
+    """
+    server = f"{sys.executable} {PEERS_DIR / 'stdio_peer.py'} --ignore-sigterm"
+    argv = [sys.executable, "-m", "jsonrpc_threads", "rpc", "--stdio", server, "never", "--timeout", "1"]
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    lines = []
+    try:
+        while True:
+            ready, _, _ = select.select([process.stderr], [], [], 30.0)
+            assert ready, "no output within 30 s"
+            line = process.stderr.readline()
+            if not line:
+                break
+            lines.append((time.monotonic(), line.decode()))
+        ended = time.monotonic()
+        assert process.wait(timeout=30.0) == 4
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    shown = [when for when, text in lines if "no answer to 'never' within 1.0s" in text]
+    assert shown, lines
+    assert ended - shown[0] >= 1.0, "the error came only once the server was stopped"
+    assert any("stopping the server" in text for _, text in lines), lines

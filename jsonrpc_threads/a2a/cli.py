@@ -34,6 +34,7 @@ import argparse
 import json
 from typing import IO, Any, Dict, Optional, Sequence
 
+from .._closing import Reporter, ReportThenClose
 from .client import A2aClient
 from .wire import ARTIFACT_UPDATE, INTERRUPTED_STATES, MESSAGE, TERMINAL_STATES, event_kind, state_of, text_of
 
@@ -82,10 +83,11 @@ def _headers(values: Sequence[str]) -> Dict[str, str]:
     return headers
 
 
-def run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
+def run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str], report: Optional[Reporter] = None) -> int:
     """Run ``a2a`` with parsed ``args``; returns the exit status (errors of the package are raised).
 
     A bad URL, header or origin, or an empty message, is a usage error (exit status 2).
+    ``report`` is given an error that ends the call before the client closes.
 
     Raises:
         JsonRpcError: the agent could not be reached, timed out, broke the stream or refused the message.
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) ->
         return EXIT_USAGE
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     ids = {"task_id": args.task_id, "context_id": args.context_id}
-    with client:
+    with ReportThenClose(client, report):
         if args.stream:
             return _stream(client, text, ids, timeout, out, err, as_json=args.json)
         result = client.send_message(text, timeout=timeout, **ids)

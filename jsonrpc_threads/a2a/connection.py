@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from .. import JsonRpcClient, messages
+from .._closing import close_in_background
 from ..deadlines import Deadline
 from ..errors import ParseError, ProtocolError, RemoteError, RequestTimeout, TransportClosed
 from ..transports.http import HttpSettings, HttpTransport, MessageStream, url_label
@@ -158,15 +159,25 @@ class AgentConnection:
                 transport.close()
                 raise TransportClosed("A2aClient closed")
             self._card_transport = transport
+        answer = None
+        failed = True
         try:
-            with transport.open_stream(deadline=deadline.at) as answer:
-                body = next(answer, None)
+            answer = transport.open_stream(deadline=deadline.at)
+            body = next(answer, None)
+            failed = False
         except RequestTimeout:
             raise RequestTimeout(method, None, deadline.timeout, "the agent card did not come in time") from None
         finally:
             with self._lock:
                 self._card_transport = None
-            transport.close()
+            if failed:  # the caller leaves now: what is stuck (a blocking hook) is reclaimed in the background
+                if answer is not None:
+                    answer.close(wait=False)
+                close_in_background(transport, "a2a-card-close")
+            else:
+                if answer is not None:
+                    answer.close()
+                transport.close()
         if body is None:
             raise ProtocolError(f"{transport.label}: the agent card is empty")
         try:

@@ -117,13 +117,13 @@ class EventStream:
             self.close()
             raise
         except RequestTimeout as exc:
-            self.close()
+            self._abandon()  # the caller leaves at its deadline: no join past it
             raise RequestTimeout(self.method, self._request_id, self._deadline.timeout, exc.hint) from None
         except JsonRpcError as exc:
-            self.close()
+            self._abandon()
             raise error_from_a2a(exc) from None
         except BaseException:
-            self.close()
+            self._abandon()
             raise
         owner = task_of(event)
         if owner is not None:
@@ -165,6 +165,11 @@ class EventStream:
         """Close the stream now (the HTTP answer is closed; its thread ends).  Idempotent, from any thread."""
         self._ended = True
         self._messages.close()
+
+    def _abandon(self) -> None:
+        """End the stream without waiting for its thread (it ends once what holds it returns)."""
+        self._ended = True
+        self._messages.close(wait=False)
 
     @property
     def closed(self) -> bool:

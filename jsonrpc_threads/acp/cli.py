@@ -37,6 +37,7 @@ import logging
 import time
 from typing import IO, Any, Dict, Optional, Sequence
 
+from .._closing import Reporter, ReportThenClose
 from .client import AcpClient
 
 #: Seconds the handshake and ``session/new`` may take without ``--timeout`` (an agent may start slowly).
@@ -138,23 +139,26 @@ def _environment(values: Sequence[str]) -> Dict[str, Optional[str]]:
     return env
 
 
-def run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
+def run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str], report: Optional[Reporter] = None) -> int:
     """Run ``acp`` with parsed ``args``; returns the exit status (errors of the package are raised).
 
     A bad ``--env``, ``--fs-write`` without ``--fs-root``, an ``--fs-root`` that
     is no directory or an empty prompt is a usage error (exit status 2).
 
+    ``report`` is given an error that ends the turn before the agent is
+    stopped (the command line shows it at once; stopping may take seconds).
+
     Raises:
         JsonRpcError: the agent could not be started, timed out, failed or answered an error.
     """
     try:
-        return _run(args, out, err, stdin)
+        return _run(args, out, err, stdin, report)
     except ValueError as exc:
         err.write(f"jsonrpc-threads: {exc}\n")
         return EXIT_USAGE
 
 
-def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -> int:
+def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str], report: Optional[Reporter]) -> int:
     text = stdin.read() if args.prompt == "-" else args.prompt
     if not text.strip():
         raise ValueError("the prompt is empty")
@@ -167,17 +171,20 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]) -
 
     stream = _Stream(out, err, thoughts=args.verbose > 0)
     try:
-        with AcpClient(
-            args.stdio,
-            cwd=args.cwd,
-            env=_environment(args.env),
-            inherit_env=args.inherit_env,
-            on_permission=_allow if args.allow else None,
-            fs_root=args.fs_root,
-            fs_write=args.fs_write,
-            terminal=args.terminal,
-            default_timeout=left(DEFAULT_STEP_TIMEOUT_S),
-            prompt_timeout=left(DEFAULT_PROMPT_TIMEOUT_S),
+        with ReportThenClose(
+            AcpClient(
+                args.stdio,
+                cwd=args.cwd,
+                env=_environment(args.env),
+                inherit_env=args.inherit_env,
+                on_permission=_allow if args.allow else None,
+                fs_root=args.fs_root,
+                fs_write=args.fs_write,
+                terminal=args.terminal,
+                default_timeout=left(DEFAULT_STEP_TIMEOUT_S),
+                prompt_timeout=left(DEFAULT_PROMPT_TIMEOUT_S),
+            ),
+            report,
         ) as agent:
             session = agent.new_session(timeout=left(DEFAULT_STEP_TIMEOUT_S))
             if args.mode:

@@ -102,8 +102,10 @@ from .output import (
     EXIT_USAGE,
     PROG,
     CommandFailure,
+    already_reported,
     exit_code_for,
     one_line,
+    reporter,
 )
 from .progress import BAR_WIDTH, ELAPSED_AFTER_S, ELAPSED_STOP_S, ELAPSED_TICK_S, ProgressDisplay
 from .rpc import DEFAULT_RPC_TIMEOUT_S, cmd_rpc
@@ -170,16 +172,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "lsp":
             return cmd_lsp(args, out, err)
         if args.command == "acp":
-            return run_acp(args, out, err, stdin)
+            return run_acp(args, out, err, stdin, reporter(err))
         if args.command == "a2a":
-            return run_a2a(args, out, err, stdin)
+            return run_a2a(args, out, err, stdin, reporter(err))
         return cmd_rpc(args, out, err, stdin)
     except CommandFailure as exc:
-        err.write(f"{PROG}: {exc.message}\n")
+        if not already_reported(exc):
+            err.write(f"{PROG}: {exc.message}\n")
         return exc.code
     except JsonRpcError as exc:
         logger.debug("command failed", exc_info=True)
-        err.write(f"{PROG}: {one_line(exc)}\n")
+        if not already_reported(exc):
+            err.write(f"{PROG}: {one_line(exc)}\n")
         return exit_code_for(exc)
     except KeyboardInterrupt:
         err.write(f"{PROG}: interrupted\n")

@@ -20,7 +20,7 @@ from typing import IO, Any, Optional, Tuple
 from .._deadlines import Deadline
 from ..errors import HttpError, JsonRpcError, RequestTimeout, TransportClosed
 from .arguments import command_argv, environment
-from .output import EXIT_ERROR_RESULT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CommandFailure, write_json
+from .output import EXIT_ERROR_RESULT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CommandFailure, report_first, write_json
 from .progress import ProgressDisplay
 
 #: Default seconds for the whole of ``lsp``: the handshake, the file's ``didOpen``, the query (or diagnostics).
@@ -98,32 +98,34 @@ def cmd_lsp(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     lsp = LspClient(command, root_uri=args.root, default_timeout=timeout, env=env, inherit_env=args.inherit_env)
     display = ProgressDisplay(err, what=f"the {what}")
     display.start()
-    try:
-        lsp.initialize(timeout=deadline.remaining())
-        uri = lsp.open(path, text, timeout=deadline.remaining())
-        if args.query == "diagnostics":
-            result: Any = lsp.diagnostics(uri, timeout=deadline.remaining())
-        else:
-            left = deadline.remaining()
-            try:
-                lsp.diagnostics(uri, timeout=LSP_ANALYSIS_WAIT_S if left is None else min(left, LSP_ANALYSIS_WAIT_S))
-            except RequestTimeout:
-                if deadline.expired:
-                    raise
-                logger.info("no diagnostics for %s within %ss: asking anyway", path, LSP_ANALYSIS_WAIT_S)
-            line, character = lsp.position_at(uri, offset)
-            ask = {"definition": lsp.definition, "hover": lsp.hover, "references": lsp.references}[args.query]
-            result = ask(uri, line, character, timeout=deadline.remaining())
-    except RequestTimeout:
-        raise CommandFailure(EXIT_TIMEOUT, f"no {what} within {timeout}s") from None
-    except (TransportClosed, HttpError):
-        raise
-    except JsonRpcError as exc:
-        write_json(out, exc.to_error_object())
-        return EXIT_ERROR_RESULT
-    finally:
-        display.finish()
-        lsp.close()
+    with report_first(lsp, err, enter=False):  # an error shows at once; the server stops after
+        try:
+            lsp.initialize(timeout=deadline.remaining())
+            uri = lsp.open(path, text, timeout=deadline.remaining())
+            if args.query == "diagnostics":
+                result: Any = lsp.diagnostics(uri, timeout=deadline.remaining())
+            else:
+                left = deadline.remaining()
+                try:
+                    lsp.diagnostics(
+                        uri, timeout=LSP_ANALYSIS_WAIT_S if left is None else min(left, LSP_ANALYSIS_WAIT_S)
+                    )
+                except RequestTimeout:
+                    if deadline.expired:
+                        raise
+                    logger.info("no diagnostics for %s within %ss: asking anyway", path, LSP_ANALYSIS_WAIT_S)
+                line, character = lsp.position_at(uri, offset)
+                ask = {"definition": lsp.definition, "hover": lsp.hover, "references": lsp.references}[args.query]
+                result = ask(uri, line, character, timeout=deadline.remaining())
+        except RequestTimeout:
+            raise CommandFailure(EXIT_TIMEOUT, f"no {what} within {timeout}s") from None
+        except (TransportClosed, HttpError):
+            raise
+        except JsonRpcError as exc:
+            write_json(out, exc.to_error_object())
+            return EXIT_ERROR_RESULT
+        finally:
+            display.finish()
     write_json(out, result)
     return EXIT_OK
 

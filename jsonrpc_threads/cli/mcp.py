@@ -32,6 +32,7 @@ from .output import (
     CommandFailure,
     exit_code_for,
     one_line,
+    report_first,
     write_json,
     write_table,
 )
@@ -75,7 +76,7 @@ def _registry(args: argparse.Namespace) -> ToolRegistry:
 
 def cmd_tools(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """``tools``: every server's tools; failures on stderr, the rest still listed."""
-    with _registry(args) as registry:
+    with report_first(_registry(args), err) as registry:
         names = ", ".join(repr(name) for name in registry.servers)
         display = ProgressDisplay(err, what=f"server{'s' if len(registry.servers) > 1 else ''} {names} to start")
         display.start()  # on a terminal: the servers' names and the time they take, while they start
@@ -115,7 +116,7 @@ def cmd_call(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str
         raise CommandFailure(EXIT_USAGE, f"the arguments must be a JSON object, not {type(arguments).__name__}")
     what = f"tool {args.tool!r} on server {args.server!r}"
     display = None if args.no_progress else ProgressDisplay(err, what=what)
-    with _registry(args) as registry:
+    with report_first(_registry(args), err) as registry:
         if display is not None:
             display.start()
         try:

@@ -12,8 +12,10 @@ stdout as indented JSON (``write_json``) or as a plain table
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Dict, Sequence, Tuple
+import threading
+from typing import IO, Any, Callable, Dict, Optional, Sequence, Tuple
 
+from .._closing import ReportThenClose
 from ..errors import HttpError, JsonRpcError, RemoteError, RequestTimeout, TransportClosed
 from ..mcp.config import ConfigError
 from ..mcp.registry import ServerUnavailable, UnknownServer, UnknownTool
@@ -54,6 +56,57 @@ class CommandFailure(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+#: Closing a client whose error was already shown: after this long, a line says it is still stopping.
+SLOW_CLOSE_NOTICE_S = 3.0
+
+
+def error_line(error: BaseException) -> Optional[str]:
+    """The one line ``main`` writes for a failure (without the prefix); ``None`` for what it does not report."""
+    if isinstance(error, CommandFailure):
+        return error.message
+    if isinstance(error, JsonRpcError):
+        return one_line(error)
+    return None
+
+
+def already_reported(error: BaseException) -> bool:
+    """True when ``report_first`` wrote this failure already (``main`` then writes nothing more)."""
+    return getattr(error, "_cli_reported", False) is True
+
+
+def reporter(err: IO[str]) -> Callable[[BaseException], Optional[Callable[[], None]]]:
+    """What ``jsonrpc_threads._closing.ReportThenClose`` calls for a command's error: its line goes
+    to ``err`` now (``main`` writes nothing more for it), and, when stopping the server then takes
+    more than ``SLOW_CLOSE_NOTICE_S``, a line says so."""
+
+    def report(error: BaseException) -> Optional[Callable[[], None]]:
+        line = error_line(error)
+        if line is None:
+            return None
+        err.write(f"{PROG}: {line}\n")
+        err.flush()
+        try:
+            error._cli_reported = True  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+
+        def still_stopping() -> None:
+            err.write(f"{PROG}: stopping the server (it has not exited yet)...\n")
+            err.flush()
+
+        notice = threading.Timer(SLOW_CLOSE_NOTICE_S, still_stopping)
+        notice.daemon = True
+        notice.start()
+        return notice.cancel
+
+    return report
+
+
+def report_first(client: Any, err: IO[str], *, enter: bool = True) -> ReportThenClose:
+    """``with report_first(client, err) as c:``: an error leaving the block shows before ``client`` closes."""
+    return ReportThenClose(client, reporter(err), enter=enter)
 
 
 def exit_code_for(error: BaseException) -> int:
@@ -119,9 +172,14 @@ __all__ = [
     "EXIT_UNKNOWN",
     "EXIT_USAGE",
     "PROG",
+    "SLOW_CLOSE_NOTICE_S",
     "CommandFailure",
+    "already_reported",
+    "error_line",
     "exit_code_for",
     "one_line",
+    "report_first",
+    "reporter",
     "request_name",
     "write_json",
     "write_table",

@@ -27,6 +27,7 @@ from .output import (
     EXIT_TIMEOUT,
     EXIT_USAGE,
     CommandFailure,
+    report_first,
     request_name,
     write_json,
 )
@@ -115,7 +116,7 @@ def cmd_rpc(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str]
     transport = _transport(args)
     timeout = args.timeout if args.timeout is not None else DEFAULT_RPC_TIMEOUT_S
     what = request_name(args.method, params)
-    with JsonRpcClient(transport, default_timeout=timeout) as client:
+    with report_first(JsonRpcClient(transport, default_timeout=timeout), err) as client:
         if args.notify:
             client.notify(args.method, params)
             return EXIT_OK

@@ -288,12 +288,18 @@ class MessageStream:
         """True once ``close`` was called."""
         return self._answer.closed
 
-    def close(self) -> None:
-        """Stop the exchange (its socket is shut down) and wait for its thread, bounded.  Idempotent."""
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the exchange (its socket is shut down) and wait for its thread, bounded.  Idempotent.
+
+        Args:
+            wait: join the exchange's thread (``CLOSE_JOIN_GRACE_S`` at most);
+                ``False`` for a caller leaving at its deadline: the thread ends
+                on its own once what holds it (a blocking hook) returns.
+        """
         answer = self._answer
         answer.stop()
         thread = answer.thread
-        if thread is not None and thread is not threading.current_thread():
+        if wait and thread is not None and thread is not threading.current_thread():
             thread.join(CLOSE_JOIN_GRACE_S)
 
     def __enter__(self) -> MessageStream:
