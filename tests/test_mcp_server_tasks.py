@@ -15,6 +15,7 @@ client does), bounded by ``WAIT_S``.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from typing import Any, Dict, Iterator, List
@@ -272,6 +273,23 @@ def test_an_explicit_start_asks_in_rounds_then_becomes_a_task(raw: JsonRpcClient
     done = poll(raw, second["taskId"], terminal)
     assert done["result"]["content"][0]["text"] == "task=True for Alice"
     assert probe.task_ids == [second["taskId"]]
+
+
+def test_a_listener_naming_a_task_hears_its_status_change(raw: JsonRpcClient, probe: Probe) -> None:
+    heard: queue.Queue[Dict[str, Any]] = queue.Queue()
+    acknowledged = threading.Event()
+    raw.on_notification("notifications/tasks", heard.put)
+    raw.on_notification("notifications/subscriptions/acknowledged", lambda params: acknowledged.set())
+    task_id = call(raw, "waits")["taskId"]
+    listen = raw.request("subscriptions/listen", {"notifications": {"taskIds": [task_id]}, "_meta": meta()})
+    try:
+        assert acknowledged.wait(WAIT_S)
+        get(raw, task_id, "tasks/cancel")
+        told = heard.get(timeout=WAIT_S)
+        assert (told["taskId"], told["status"]) == (task_id, "cancelled")
+        assert told["_meta"]["io.modelcontextprotocol/subscriptionId"] is not None
+    finally:
+        raw.cancel(listen)
 
 
 def test_closing_the_last_client_cancels_running_tasks(probe: Probe) -> None:

@@ -62,13 +62,13 @@ class Listeners:
         if wanted is not None and not isinstance(wanted, dict):
             raise InvalidParams("subscriptions/listen: notifications must be an object")
         listener = _Listener(exchange.request_id, dict(wanted or {}), exchange.notify)
-        exchange.notify(
-            "notifications/subscriptions/acknowledged",
-            {"_meta": {META_SUBSCRIPTION_ID: exchange.request_id}},
-        )
         with self._lock:
             self._listeners.append(listener)
         try:
+            exchange.notify(  # once listening: what follows the acknowledgement reaches the client
+                "notifications/subscriptions/acknowledged",
+                {"_meta": {META_SUBSCRIPTION_ID: exchange.request_id}},
+            )
             exchange.cancelled.wait()
         finally:
             with self._lock:
