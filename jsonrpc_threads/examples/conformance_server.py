@@ -28,6 +28,7 @@ from typing import Annotated, Any, Dict, List, Optional, Sequence
 from jsonrpc_threads.mcp import Audio, Context, EmbeddedResource, Image, McpServer
 
 from .conformance_rounds import add_rounds
+from .conformance_tasks import add_tasks
 
 #: A 1x1 red pixel, PNG.
 RED_PIXEL_PNG = base64.b64decode(
@@ -330,6 +331,7 @@ def test_trigger_prompt_change() -> str:
 
 
 add_rounds(server)
+add_tasks(server)
 
 
 # -- resources ------------------------------------------------------------------------------------

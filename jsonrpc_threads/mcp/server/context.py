@@ -19,6 +19,10 @@ hand: the same question (same key) now returns its answer.  Functions are run
 again, so they should ask their questions before doing what must not happen
 twice.
 
+A tool run as a task (the tasks extension, see ``tasks``) asks otherwise: a
+question parks the task in ``input_required`` and waits, on the task's worker,
+for the client's ``tasks/update``; nothing is run again.
+
 Thread-safety: a ``Context`` belongs to one request; its methods may be called
 from the thread that runs the function or from threads it starts.
 """
@@ -94,6 +98,11 @@ class Exchange:
         cancelled: set when the client cancels the request (or goes away).
         deadline: when the answer is no longer wanted (a tool's ``timeout``), or never.
         input_responses: the answers the client sent with this round (stateless era).
+        task_id: the task this run is (the tasks extension), else ``None``.
+        park: in a task, asks the client questions through the task and waits
+            for the answers (``park(questions, timeout) -> answers``), else ``None``.
+        start_task: for a tool whose task begins when it says so, begins it
+            (``start_task() -> bool``), else ``None``.
     """
 
     def __init__(
@@ -127,9 +136,27 @@ class Exchange:
         self.cancelled = cancelled if cancelled is not None else threading.Event()
         self.deadline = Deadline.never()
         self.input_responses: Dict[str, Any] = {}
+        self.task_id: Optional[str] = None
+        self.park: Optional[Callable[[Dict[str, Dict[str, Any]], Optional[float]], Dict[str, Any]]] = None
+        self.start_task: Optional[Callable[[], bool]] = None
         self._notify = notify
         self._ask = ask
         self.end_stream = end_stream
+
+    def for_task(self) -> Exchange:
+        """A twin of this exchange for a run that outlives its request: its own ``cancelled``, no way back."""
+        twin = Exchange(
+            request_id=self.request_id,
+            method=self.method,
+            stateless=self.stateless,
+            protocol_version=self.protocol_version,
+            client_info=self.client_info,
+            client_capabilities=self.client_capabilities,
+            session_id=self.session_id,
+            http_headers=self.http_headers,
+        )
+        twin.input_responses = dict(self.input_responses)
+        return twin
 
     def notify(self, method: str, params: Dict[str, Any]) -> None:
         """Send a notification tied to this request (dropped when the way back is gone)."""
@@ -339,14 +366,16 @@ class Context:
         """Ask the client several questions at once: ``{key: {"method", "params"}}`` -> ``{key: result}``.
 
         In the stateless era the unanswered questions go out together in one
-        ``input_required`` result; over a session they are sent one after
-        another, within one ``timeout`` for all.
+        ``input_required`` result (in a task: together in the task's
+        ``inputRequests``, answered by ``tasks/update``); over a session they
+        are sent one after another, within one ``timeout`` for all.
 
         Raises:
             MissingClientCapability: a question needs a capability the client did not declare.
             InvalidParams: a question that is not one of ``elicitation/create``,
                 ``sampling/createMessage``, ``roots/list``.
             RequestTimeout, InputRequired: as for ``elicit``.
+            TaskCancelled: (in a task) the task was cancelled while it waited; let it pass.
         """
         for key, request in requests.items():
             method = request.get("method")
@@ -362,9 +391,12 @@ class Context:
                 for key, request in requests.items()
                 if key not in exchange.input_responses
             }
+            answered = {key: exchange.input_responses[key] for key in requests if key not in missing}
             if missing:
-                raise InputRequired(missing)
-            return {key: exchange.input_responses[key] for key in requests}
+                if exchange.park is None:
+                    raise InputRequired(missing)
+                answered.update(exchange.park(missing, timeout))  # a task: parked until tasks/update answers
+            return {key: answered[key] for key in requests}
         deadline = Deadline.after(timeout, DEFAULT_QUESTION_TIMEOUT_S)
         answers: Dict[str, Any] = {}
         for key, request in requests.items():
@@ -373,6 +405,30 @@ class Context:
                 raise RequestTimeout(str(request["method"]), None, timeout, "the client did not answer in time")
             answers[key] = exchange.ask(str(request["method"]), dict(request.get("params") or {}), left)
         return answers
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    @property
+    def task_id(self) -> Optional[str]:
+        """The id of the task this run is (the tasks extension), else ``None``."""
+        return self._exchange.task_id
+
+    def start_task(self) -> bool:
+        """Become a task now, for a tool declared with ``task_start="explicit"``.
+
+        The request is answered with a ``CreateTaskResult`` and the function
+        goes on as the task: its later questions park the task in
+        ``input_required`` (answered by ``tasks/update``), and what it returns
+        is the task's result.  The questions it asked before were multi-round
+        requests (the function was run again with their answers).
+
+        Returns:
+            True when the task began; False when this call cannot be a task
+            (the client did not declare the extension, the session era, a tool
+            without ``task_start="explicit"``, or a task already).
+        """
+        begin = self._exchange.start_task
+        return begin() if begin is not None else False
 
     def _ask_one(self, method: str, params: Dict[str, Any], key: Optional[str], timeout: Optional[float]) -> Any:
         if key is None:

@@ -55,6 +55,10 @@ class ToolDefinition:
         signature: what was read from the function (schemas, docstring).
         timeout: seconds after which the call is answered as timed out (``None``: none).
         description: the tool as ``tools/list`` shows it.
+        task_support: ``"optional"`` or ``"required"``: a call may (must) run
+            as a task of the tasks extension; ``None``: never.
+        task_start: ``"call"`` (the task begins before the function runs) or
+            ``"explicit"`` (at ``Context.start_task()``).
     """
 
     name: str
@@ -62,6 +66,8 @@ class ToolDefinition:
     signature: Signature
     timeout: Optional[float]
     description: Dict[str, Any] = field(repr=False)
+    task_support: Optional[str] = None
+    task_start: str = "call"
 
     @classmethod
     def make(
@@ -77,16 +83,22 @@ class ToolDefinition:
         input_schema: Optional[Mapping[str, Any]],
         icons: Optional[List[Mapping[str, Any]]],
         timeout: Optional[float],
+        task_support: Optional[str] = None,
+        task_start: str = "call",
     ) -> ToolDefinition:
         """Read ``fn`` and make its definition.
 
         Raises:
-            ValueError: a name MCP does not allow.
+            ValueError: a name MCP does not allow, a ``task_support`` or ``task_start`` not listed.
             TypeError: a signature that cannot be described (``*args``, ``**kwargs``).
         """
         tool_name = name or fn.__name__
         if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r}: 1 to 128 of A-Z a-z 0-9 _ . - only")
+        if task_support not in (None, "optional", "required"):
+            raise ValueError(f"task_support is None, 'optional' or 'required', not {task_support!r}")
+        if task_start not in ("call", "explicit"):
+            raise ValueError(f"task_start is 'call' or 'explicit', not {task_start!r}")
         signature = signature_of(fn, context_type=Context, output_schema=output_schema)
         wire: Dict[str, Any] = {"name": tool_name}
         if title is not None:
@@ -99,9 +111,11 @@ class ToolDefinition:
             wire["annotations"] = dict(annotations)
         if icons:
             wire["icons"] = [dict(icon) for icon in icons]
+        if task_support is not None:
+            wire["execution"] = {"taskSupport": task_support}
         if meta:
             wire["_meta"] = dict(meta)
-        return cls(tool_name, fn, signature, timeout, wire)
+        return cls(tool_name, fn, signature, timeout, wire, task_support, task_start)
 
     def bind(self, arguments: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         """The keyword arguments for the function.

@@ -13,7 +13,10 @@ the specification's compatibility rules say:
   does not speak), methods the era removed are unknown (``-32601``), lists
   carry ``ttlMs`` and ``cacheScope``, every result a ``resultType``, and a
   function that asks the client something ends its run with ``input_required``
-  (see ``context`` and ``request_state``);
+  (see ``context`` and ``request_state``); the tasks extension's methods
+  (``tasks/get``, ``tasks/update``, ``tasks/cancel``) are answered by the
+  server's ``TaskTable`` (see ``tasks``), and the extension is declared in
+  ``server/discover`` when a tool supports tasks;
 - ``initialize`` opens the session era: the version is negotiated, and the
   session keeps what the client said; later requests of that session are of
   its version;
@@ -54,6 +57,7 @@ from ..protocol import (
     META_SERVER_INFO,
     SESSION_PROTOCOL_VERSIONS,
     STATELESS_PROTOCOL_VERSIONS,
+    TASKS_EXTENSION,
 )
 from .context import LOG_LEVELS, Exchange
 from .definitions import Catalog, CompletionDefinition
@@ -61,6 +65,7 @@ from .listeners import Listeners
 from .request_state import StateSeal
 from .runs import Runs, run_user
 from .sessions import Session
+from .tasks import TASK_METHODS, TaskTable
 
 __all__ = ["Engine", "Incoming", "ServerIdentity", "is_stateless_request"]
 
@@ -163,8 +168,9 @@ class Engine:
     def __init__(self, identity: ServerIdentity, catalog: Catalog, seal: StateSeal) -> None:
         self.identity = identity
         self.catalog = catalog
-        self.runs = Runs(catalog, seal)
         self.listeners = Listeners()
+        self.tasks = TaskTable(notify=self.listeners.task_changed)
+        self.runs = Runs(catalog, seal, self.tasks)
 
     # -- capabilities ---------------------------------------------------------------------
 
@@ -181,6 +187,8 @@ class Engine:
             declared["completions"] = {}
         if not stateless:
             declared["logging"] = {}
+        elif any(tool.task_support is not None for tool in self.catalog.tools()):
+            declared["extensions"] = {TASKS_EXTENSION: {}}
         return declared
 
     # -- requests --------------------------------------------------------------------------
@@ -315,6 +323,8 @@ class Engine:
                 result["instructions"] = self.identity.instructions
         elif method == "subscriptions/listen":
             result = self.listeners.listen(params, exchange)
+        elif method in TASK_METHODS:
+            result = self.tasks.answer(method, params, exchange)
         else:
             result = self._common(method, params, exchange)
         result.setdefault("resultType", "complete")

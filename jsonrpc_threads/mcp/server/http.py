@@ -135,17 +135,25 @@ class McpWsgiApp:
         self.heartbeat = heartbeat
         self._pool = WorkerPool(max_workers, "mcp-http-worker")
         self._name = server.name
-        self._lock = threading.Lock()  # guards _running
+        self._lock = threading.Lock()  # guards _running and _closed
         self._running: Dict[int, Incoming] = {}
+        self._closed = False
+        self._engine.tasks.attach()
 
     def __repr__(self) -> str:
         return f"<McpWsgiApp {self._name!r} at {self.path or '*'}>"
 
     def close(self) -> None:
-        """End every session and stop the pool's idle threads (runs still going finish on their daemon threads)."""
+        """End every session and stop the pool's idle threads (runs still going finish on their daemon threads).
+
+        The server's tasks are cancelled too when no other way of serving it is open.  Idempotent.
+        """
         self._sessions.close_all()
         with self._lock:
+            first, self._closed = not self._closed, True
             running = list(self._running.values())
+        if first:
+            self._engine.tasks.detach()
         for incoming in running:
             incoming.cancelled.set()
         self._pool.shutdown(POOL_JOIN_S, wait_for_busy=False)

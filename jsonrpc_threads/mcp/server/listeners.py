@@ -5,7 +5,9 @@ resource) is announced to every session (on its stdio output, or its HTTP GET
 stream; a resource's update only where it was subscribed to) and to every
 ``subscriptions/listen`` request that asked for that kind of change, each
 notification tagged with the listen request's id
-(``io.modelcontextprotocol/subscriptionId``).  A listen request holds its
+(``io.modelcontextprotocol/subscriptionId``).  A task's change of status (the
+tasks extension) goes as ``notifications/tasks`` to the listen requests that
+named its id in ``taskIds``.  A listen request holds its
 thread (a worker) until the client cancels it or goes away.
 
 Thread-safety: ``Listeners`` guards its table with one lock; notifications go
@@ -60,13 +62,13 @@ class Listeners:
         if wanted is not None and not isinstance(wanted, dict):
             raise InvalidParams("subscriptions/listen: notifications must be an object")
         listener = _Listener(exchange.request_id, dict(wanted or {}), exchange.notify)
-        exchange.notify(
-            "notifications/subscriptions/acknowledged",
-            {"_meta": {META_SUBSCRIPTION_ID: exchange.request_id}},
-        )
         with self._lock:
             self._listeners.append(listener)
         try:
+            exchange.notify(  # once listening: what follows the acknowledgement reaches the client
+                "notifications/subscriptions/acknowledged",
+                {"_meta": {META_SUBSCRIPTION_ID: exchange.request_id}},
+            )
             exchange.cancelled.wait()
         finally:
             with self._lock:
@@ -94,3 +96,13 @@ class Listeners:
                 continue
             meta = {META_SUBSCRIPTION_ID: listener.subscription_id}
             listener.notify(method, {**params, "_meta": meta})
+
+    def task_changed(self, task: Dict[str, Any]) -> None:
+        """Send ``notifications/tasks`` (the task as ``tasks/get`` shows it) to the listeners watching its id."""
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            watched = listener.wanted.get("taskIds")
+            if isinstance(watched, list) and task.get("taskId") in watched:
+                meta = {META_SUBSCRIPTION_ID: listener.subscription_id}
+                listener.notify("notifications/tasks", {**task, "_meta": meta})

@@ -138,6 +138,8 @@ class McpServer:
         input_schema: Optional[Mapping[str, Any]] = None,
         icons: Optional[List[Mapping[str, Any]]] = None,
         timeout: Optional[float] = None,
+        task_support: Optional[str] = None,
+        task_start: str = "call",
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -152,6 +154,8 @@ class McpServer:
         input_schema: Optional[Mapping[str, Any]] = None,
         icons: Optional[List[Mapping[str, Any]]] = None,
         timeout: Optional[float] = None,
+        task_support: Optional[str] = None,
+        task_start: str = "call",
     ) -> Any:
         """Make a function a tool: ``@server.tool()`` (or ``@server.tool``).
 
@@ -175,9 +179,24 @@ class McpServer:
             timeout: seconds after which a call is answered as timed out
                 (``isError``) and its ``Context.cancelled`` set; the function
                 runs on a thread of its own then.
+            task_support: the tasks extension (``io.modelcontextprotocol/tasks``):
+                ``"optional"``: a call from a client that declared the
+                extension (2026-07-28 era) runs as a task (``CreateTaskResult``,
+                then ``tasks/get``); other calls run as usual.
+                ``"required"``: as optional, and a call from any other client
+                is refused with ``-32021``.  ``None`` (default): never a task.
+                In a task, the function's questions park the task in
+                ``input_required`` until ``tasks/update``; a ``JsonRpcError``
+                it raises fails the task (``failed`` with that error), any
+                other exception completes it with ``isError``.
+            task_start: ``"call"`` (default): the task begins before the
+                function runs.  ``"explicit"``: the function runs as a plain
+                call (its questions are multi-round requests) until it calls
+                ``Context.start_task()``, which answers the request with the
+                task.
 
         Raises:
-            ValueError: a name MCP does not allow.
+            ValueError: a name MCP does not allow, a ``task_support`` or ``task_start`` not listed.
             TypeError: a signature with ``*args`` or ``**kwargs``.
         """
         if callable(name):
@@ -197,6 +216,8 @@ class McpServer:
                     input_schema=input_schema,
                     icons=icons,
                     timeout=seconds,
+                    task_support=task_support,
+                    task_start=task_start,
                 )
             )
             self.notify_tools_changed()
@@ -410,14 +431,27 @@ class McpServer:
             max_workers=max_workers,
         )
 
+    def close(self) -> None:
+        """Cancel the tasks still running (the tasks extension) and stop their worker threads.
+
+        Closing the last way of serving (``run_stdio`` returning, a
+        ``test_client`` closed, a ``wsgi_app``'s ``close()``) does the same;
+        a later task starts new workers.  Idempotent.
+        """
+        self.engine.tasks.close()
+
     def _connect(self) -> LineConnection:
         connection = LineConnection(self.engine)
         with self._lock:
             self._connections.append(connection)
+        self.engine.tasks.attach()
         return connection
 
     def _disconnect(self, connection: LineConnection) -> None:
         with self._lock:
-            if connection in self._connections:
+            known = connection in self._connections
+            if known:
                 self._connections.remove(connection)
         connection.close()
+        if known:
+            self.engine.tasks.detach()

@@ -8,7 +8,9 @@ its signature, runs the function on the calling thread (a tool with a
 happened into the answer.  In the stateless era it first gathers the answers
 of the rounds before (the signed ``requestState`` and the new
 ``inputResponses``), and a run that asks something not answered yet ends
-with ``input_required``: its questions and a new signed state.
+with ``input_required``: its questions and a new signed state.  A call of a tool
+with ``task_support``, from a client that declared the tasks extension, goes
+to the server's ``TaskTable`` instead (see ``tasks``): answered with its task.
 
 What user code raises: in a tool, an ``isError`` result with the exception's
 message (the traceback logged, never sent); in a resource or prompt function,
@@ -27,9 +29,10 @@ from typing import Any, Callable, Dict, List, Optional
 from ..._deadlines import Deadline
 from ...errors import InvalidParams, JsonRpcError, MethodNotFound
 from .context import Context, Exchange, InputRequired, MissingClientCapability
-from .definitions import Catalog
+from .definitions import Catalog, ToolDefinition
 from .request_state import StateSeal, arguments_digest
 from .schema import ArgumentError
+from .tasks import TaskTable, declares_tasks, missing_tasks_extension
 
 __all__ = ["RESOURCE_NOT_FOUND_SESSION", "Runs", "run_user"]
 
@@ -50,11 +53,13 @@ class Runs:
     Args:
         catalog: the server's definitions.
         seal: signs and checks ``requestState``.
+        tasks: the server's tasks (the tasks extension).
     """
 
-    def __init__(self, catalog: Catalog, seal: StateSeal) -> None:
+    def __init__(self, catalog: Catalog, seal: StateSeal, tasks: TaskTable) -> None:
         self._catalog = catalog
         self._seal = seal
+        self._tasks = tasks
 
     def run(self, method: str, params: Dict[str, Any], exchange: Exchange) -> Dict[str, Any]:
         """Answer ``tools/call``, ``prompts/get`` or ``resources/read``: find, bind, run, and say what came of it.
@@ -63,7 +68,8 @@ class Runs:
             JsonRpcError: an unknown name (``-32602``; a resource not found
                 ``-32002`` in the session era), bad params, a bad or tampered
                 ``requestState``, a question needing an undeclared capability
-                (``-32021``).
+                (``-32021``), a tool that needs the tasks extension the client
+                did not declare (``-32021``).
         """
         name = params.get("uri") if method == "resources/read" else params.get("name")
         if not isinstance(name, str):
@@ -74,9 +80,11 @@ class Runs:
         binding = arguments_digest(method, name, arguments or {})
         if exchange.stateless:
             exchange.input_responses = self._answers_so_far(params, binding)
-        run = self._runner(method, name, arguments, exchange)
+        tool = self._catalog.tool(name) if method == "tools/call" and self._catalog.has("tools") else None
         try:
-            return run()
+            if tool is not None and tool.task_support is not None:
+                return self._as_task(tool, arguments, exchange)
+            return self._runner(method, name, arguments, exchange)()
         except InputRequired as asked:
             if not exchange.stateless:  # cannot happen: a session's questions are requests
                 raise JsonRpcError(-32603, "a question was not sent to the client") from None
@@ -86,6 +94,16 @@ class Runs:
                 "inputRequests": asked.requests,
                 "requestState": self._seal.seal(binding, answers, asked.requests),
             }
+
+    def _as_task(self, tool: ToolDefinition, arguments: Optional[Dict[str, Any]], exchange: Exchange) -> Dict[str, Any]:
+        """A call of a tool with task support: a task when the client declared the extension, else a plain call."""
+        if not declares_tasks(exchange):
+            if tool.task_support == "required":
+                raise missing_tasks_extension(f"the tool {tool.name!r}")
+            return self._runner("tools/call", tool.name, arguments, exchange)()
+        twin = exchange.for_task()
+        run = self._runner("tools/call", tool.name, arguments, twin)
+        return self._tasks.call(run, twin, exchange.cancelled, explicit=tool.task_start == "explicit")
 
     def _answers_so_far(self, params: Dict[str, Any], binding: str) -> Dict[str, Any]:
         responses = params.get("inputResponses")
@@ -165,6 +183,8 @@ class Runs:
         except (InputRequired, MissingClientCapability):
             raise
         except Exception as exc:  # the tool failed: its message goes back, its traceback to the log
+            if isinstance(exc, JsonRpcError) and exchange.task_id is not None:
+                raise  # in a task, a protocol error: the task fails with it
             logger.warning("tool %r failed: %s: %s", name, type(exc).__name__, exc, exc_info=True)
             return _error_result(str(exc) or type(exc).__name__)
         except BaseException as exc:
