@@ -6,7 +6,8 @@ decorators), the protocol engine that answers MCP from it in both eras
 (``engine.Engine``), and the HTTP sessions of the 2025 era
 (``sessions.SessionTable``).  The ways to run it only move messages:
 ``run_stdio`` (the serve loop of ``jsonrpc_threads.server``),
-``wsgi_app`` (Streamable HTTP for any WSGI server) and ``test_client``
+``wsgi_app`` (Streamable HTTP for any WSGI server; ``run_http`` serves
+it with the standard library's threaded server) and ``test_client``
 (an ``McpClient`` connected in memory).
 
 Example::
@@ -35,6 +36,7 @@ themselves.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, overload
 
@@ -46,6 +48,8 @@ from .sessions import SessionTable
 from .stdio import LineConnection
 
 __all__ = ["McpServer"]
+
+logger = logging.getLogger("jsonrpc_threads.mcp.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DERIVED: Any = ...
@@ -409,6 +413,60 @@ class McpServer:
             heartbeat=heartbeat,
             max_workers=max_workers,
         )
+
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        path: str = "/mcp",
+        on_listening: Optional[Callable[[str], None]] = None,
+        **app_kwargs: Any,
+    ) -> None:
+        """Serve Streamable HTTP on ``host:port`` until Ctrl-C, with the standard library's threaded server.
+
+        A thread per HTTP request (``http_runner.HttpRunner``), on the
+        calling thread until a ``KeyboardInterrupt`` (Ctrl-C, or a signal
+        handler of the caller's that raises it), which it takes as the order
+        to stop: it closes the socket and the app (every session ended) and
+        returns.  For development and small deployments; production mounts
+        ``wsgi_app()`` in gunicorn, waitress or a framework.
+
+        Args:
+            host: the address to listen on (loopback by default; listening on
+                another is a choice to make with ``allowed_hosts``).
+            port: the port (0: a free one; ``on_listening`` says which).
+            path: the endpoint's path.
+            on_listening: called with the endpoint's URL
+                (``http://127.0.0.1:8000/mcp``) once the socket listens, before
+                the first request is served; by default the URL is logged
+                (logger ``jsonrpc_threads.mcp.server``, INFO).
+            app_kwargs: more keyword arguments of ``wsgi_app``
+                (``allowed_hosts``, ``json_response``, ...).
+
+        Raises:
+            OSError: the address cannot be bound (in use, not an address of this machine).
+        """
+        from .http_runner import HttpRunner  # noqa: PLC0415
+
+        app = self.wsgi_app(path=path, **app_kwargs)
+        try:
+            runner = HttpRunner(app, host, port)
+        except BaseException:
+            app.close()
+            raise
+        url = runner.url + path
+        try:
+            if on_listening is None:
+                logger.info("McpServer %r listening on %s", self.name, url)
+            else:
+                on_listening(url)
+            runner.serve_forever()
+        except KeyboardInterrupt:
+            logger.info("McpServer %r stopped listening on %s", self.name, url)
+        finally:
+            runner.stop()  # closes the socket when serving never began; else returns at once
+            app.close()
 
     def _connect(self) -> LineConnection:
         connection = LineConnection(self.engine)
