@@ -36,7 +36,6 @@ themselves.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, overload
 
@@ -48,8 +47,6 @@ from .sessions import SessionTable
 from .stdio import LineConnection
 
 __all__ = ["McpServer"]
-
-logger = logging.getLogger("jsonrpc_threads.mcp.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DERIVED: Any = ...
@@ -425,12 +422,11 @@ class McpServer:
     ) -> None:
         """Serve Streamable HTTP on ``host:port`` until Ctrl-C, with the standard library's threaded server.
 
-        A thread per HTTP request (``http_runner.HttpRunner``), on the
-        calling thread until a ``KeyboardInterrupt`` (Ctrl-C, or a signal
-        handler of the caller's that raises it), which it takes as the order
-        to stop: it closes the socket and the app (every session ended) and
-        returns.  For development and small deployments; production mounts
-        ``wsgi_app()`` in gunicorn, waitress or a framework.
+        A thread per HTTP request, on the calling thread until a
+        ``KeyboardInterrupt`` (Ctrl-C, or a signal handler that raises it),
+        the order to stop: the socket and the app (every session) are closed
+        and it returns.  For development and small deployments; production
+        mounts ``wsgi_app()`` in gunicorn, waitress or a framework.
 
         Args:
             host: the address to listen on (loopback by default; listening on
@@ -447,26 +443,9 @@ class McpServer:
         Raises:
             OSError: the address cannot be bound (in use, not an address of this machine).
         """
-        from .http_runner import HttpRunner  # noqa: PLC0415
+        from .http_runner import serve_until_interrupted  # noqa: PLC0415
 
-        app = self.wsgi_app(path=path, **app_kwargs)
-        try:
-            runner = HttpRunner(app, host, port)
-        except BaseException:
-            app.close()
-            raise
-        url = runner.url + path
-        try:
-            if on_listening is None:
-                logger.info("McpServer %r listening on %s", self.name, url)
-            else:
-                on_listening(url)
-            runner.serve_forever()
-        except KeyboardInterrupt:
-            logger.info("McpServer %r stopped listening on %s", self.name, url)
-        finally:
-            runner.stop()  # closes the socket when serving never began; else returns at once
-            app.close()
+        serve_until_interrupted(self.wsgi_app(path=path, **app_kwargs), host, port, path, on_listening)
 
     def _connect(self) -> LineConnection:
         connection = LineConnection(self.engine)
