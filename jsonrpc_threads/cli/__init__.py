@@ -12,6 +12,7 @@ Commands::
                           (PROMPT | -)              (see jsonrpc_threads.acp.cli)
     jsonrpc-threads a2a   URL (MESSAGE | -) [--stream] [--task-id ID] [--header "Name: value"]
                                                     (see jsonrpc_threads.a2a.cli)
+    jsonrpc-threads serve MODULE[:SERVER] [--http HOST:PORT]
     jsonrpc-threads --version
 
 Every command takes ``--timeout SECONDS`` and ``-v`` / ``-vv`` (log to
@@ -35,6 +36,11 @@ prints the answer as JSON: the server's ``definition``, ``hover`` or
 ``references`` result at ``LINE:COL`` (both from 1, ``COL`` counted in
 characters, as editors and compilers show them), or the ``diagnostics`` it
 publishes for ``FILE``; then shuts the server down.
+``serve`` is the other side: it serves an ``McpServer`` of a module (a
+dotted name, or a ``.py`` file; ``SERVER`` defaults to ``server``, or the
+module's only one) over stdio until end of input, or with ``--http`` over
+Streamable HTTP (loopback by default), printing ``http://HOST:PORT/mcp`` on
+stdout once it listens, until Ctrl-C or SIGTERM (exit code 0).
 
 On a terminal, a call that runs for more than ``ELAPSED_AFTER_S`` seconds
 shows its elapsed time on stderr (and ``call`` a live progress bar while the
@@ -51,7 +57,9 @@ Exit codes (``EXIT_CODES``):
       that is not an http(s) URL, a bad configuration file or server entry
       (a missing ``${VAR}``), a configuration with no server to start
       (``"mcpServers": {}``, or every entry disabled), a file that cannot be
-      read or a position outside it
+      read or a position outside it; ``serve``: a ``MODULE:SERVER`` that
+      names no module, fails to import, or holds no such ``McpServer``, or an
+      address it cannot listen on
 3     unknown server or tool
 4     timeout (a request, or a server's start)
 5     a server could not be started or reached, or stopped (crashed)
@@ -66,7 +74,7 @@ has.  ``tools`` prints no table when no server gave any tool.
 
 Layout: this module builds the parser and runs a command (``main``); each
 command family has its module: ``mcp.py`` (``tools``, ``call``), ``rpc.py``,
-``lsp.py``, and ``jsonrpc_threads.acp.cli`` and ``jsonrpc_threads.a2a.cli``
+``lsp.py``, ``serve.py``, and ``jsonrpc_threads.acp.cli`` and ``jsonrpc_threads.a2a.cli``
 beside their protocols; what they share is in ``output.py`` (exit codes, the
 one-line errors, JSON and tables), ``arguments.py`` (the parser's usage
 errors, checked arguments) and ``progress.py`` (``ProgressDisplay``).
@@ -110,6 +118,8 @@ from .output import (
 from .progress import BAR_WIDTH, ELAPSED_AFTER_S, ELAPSED_STOP_S, ELAPSED_TICK_S, ProgressDisplay
 from .rpc import DEFAULT_RPC_TIMEOUT_S, cmd_rpc
 from .rpc import add_command as add_rpc_command
+from .serve import add_command as add_serve_command
+from .serve import cmd_serve
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lsp_command(commands, common, epilog)
     add_acp_command(commands, common, epilog)
     add_a2a_command(commands, common, epilog)
+    add_serve_command(commands, common, epilog)
     return parser
 
 
@@ -175,6 +186,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_acp(args, out, err, stdin, reporter(err))
         if args.command == "a2a":
             return run_a2a(args, out, err, stdin, reporter(err))
+        if args.command == "serve":
+            return cmd_serve(args, out, err)
         return cmd_rpc(args, out, err, stdin)
     except CommandFailure as exc:
         if not already_reported(exc):
@@ -225,6 +238,7 @@ __all__ = [
     "cmd_call",
     "cmd_lsp",
     "cmd_rpc",
+    "cmd_serve",
     "cmd_tools",
     "exit_code_for",
     "main",

@@ -7,18 +7,23 @@ of its own (``start``), a thread per request, until ``stop``.  It is what
 fixture use when no other WSGI server is at hand; production deployments
 mount ``McpServer.wsgi_app()`` in gunicorn, waitress or a framework instead.
 Loopback by default: listening on another address is the caller's choice.
+``serve_until_interrupted`` is ``McpServer.run_http``: serve on the calling
+thread until ``KeyboardInterrupt``, then close the socket and the app.
 
 Thread-safety: ``stop`` may be called from any thread, any number of times.
 """
 
 from __future__ import annotations
 
+import logging
 import socketserver
 import threading
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-__all__ = ["STOP_JOIN_S", "HttpRunner"]
+__all__ = ["STOP_JOIN_S", "HttpRunner", "serve_until_interrupted"]
+
+logger = logging.getLogger("jsonrpc_threads.mcp.server")
 
 #: ``stop()``: how long to wait for the serving thread and the request threads.
 STOP_JOIN_S = 5.0
@@ -100,3 +105,33 @@ class HttpRunner:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def serve_until_interrupted(
+    app: Any, host: str, port: int, path: str, on_listening: Optional[Callable[[str], None]]
+) -> None:
+    """Serve ``app`` on the calling thread until ``KeyboardInterrupt``; then close the socket and ``app``.
+
+    ``on_listening(url)`` is called once the socket listens (``None``: the
+    URL is logged at INFO).  ``app`` is closed however this ends.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    try:
+        runner = HttpRunner(app, host, port)
+    except BaseException:
+        app.close()
+        raise
+    url = runner.url + path
+    try:
+        if on_listening is None:
+            logger.info("listening on %s", url)
+        else:
+            on_listening(url)
+        runner.serve_forever()
+    except KeyboardInterrupt:
+        logger.info("stopped listening on %s", url)
+    finally:
+        runner.stop()  # closes the socket when serving never began; else returns at once
+        app.close()

@@ -6,7 +6,8 @@ decorators), the protocol engine that answers MCP from it in both eras
 (``engine.Engine``), and the HTTP sessions of the 2025 era
 (``sessions.SessionTable``).  The ways to run it only move messages:
 ``run_stdio`` (the serve loop of ``jsonrpc_threads.server``),
-``wsgi_app`` (Streamable HTTP for any WSGI server) and ``test_client``
+``wsgi_app`` (Streamable HTTP for any WSGI server; ``run_http`` serves
+it with the standard library's threaded server) and ``test_client``
 (an ``McpClient`` connected in memory).
 
 Example::
@@ -439,6 +440,42 @@ class McpServer:
         a later task starts new workers.  Idempotent.
         """
         self.engine.tasks.close()
+
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        path: str = "/mcp",
+        on_listening: Optional[Callable[[str], None]] = None,
+        **app_kwargs: Any,
+    ) -> None:
+        """Serve Streamable HTTP on ``host:port`` until Ctrl-C, with the standard library's threaded server.
+
+        A thread per HTTP request, on the calling thread until a
+        ``KeyboardInterrupt`` (Ctrl-C, or a signal handler that raises it),
+        the order to stop: the socket and the app (every session) are closed
+        and it returns.  For development and small deployments; production
+        mounts ``wsgi_app()`` in gunicorn, waitress or a framework.
+
+        Args:
+            host: the address to listen on (loopback by default; listening on
+                another is a choice to make with ``allowed_hosts``).
+            port: the port (0: a free one; ``on_listening`` says which).
+            path: the endpoint's path.
+            on_listening: called with the endpoint's URL
+                (``http://127.0.0.1:8000/mcp``) once the socket listens, before
+                the first request is served; by default the URL is logged
+                (logger ``jsonrpc_threads.mcp.server``, INFO).
+            app_kwargs: more keyword arguments of ``wsgi_app``
+                (``allowed_hosts``, ``json_response``, ...).
+
+        Raises:
+            OSError: the address cannot be bound (in use, not an address of this machine).
+        """
+        from .http_runner import serve_until_interrupted  # noqa: PLC0415
+
+        serve_until_interrupted(self.wsgi_app(path=path, **app_kwargs), host, port, path, on_listening)
 
     def _connect(self) -> LineConnection:
         connection = LineConnection(self.engine)
