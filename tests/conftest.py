@@ -61,6 +61,10 @@ NEEDS: Dict[str, Tuple[str, ...]] = {
     "test_cli.py::test_rpc_over_http": ("thirdparty",),
     "test_cli.py::fixture:config": ("thirdparty",),  # its configuration starts the SDK's server
     "test_mcp_server_schema.py::test_pydantic_*": ("thirdparty",),  # pydantic comes with the official SDKs
+    "test_mcp_server_interop.py::test_sdk_*": ("thirdparty",),  # the official SDK's client
+    "test_mcp_server_interop.py::test_fastmcp_*": ("thirdparty",),
+    "test_mcp_server_interop.py::test_gunicorn_*": ("thirdparty",),
+    "test_mcp_server_interop.py::test_typescript_*": ("node",),  # the TypeScript SDK's client
     "fixture:sdk_*": ("thirdparty",),  # the official MCP SDK's servers
     "fixture:everything_*": ("node",),  # the npm reference server
 }

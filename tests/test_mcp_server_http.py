@@ -2,8 +2,9 @@
 
 McpClient talks to it through HttpTransport; raw POSTs (``requests``) check
 what HTTP adds: statuses, the stateless era's header checks, sessions and
-their end, the GET stream, the DNS-rebinding defence, body limits, and a
-client that goes away while its tool runs.
+their end, the GET stream, the DNS-rebinding defence, body limits, a client
+that goes away while its tool runs, and a ``BaseException`` raised on the
+WSGI server's own thread.
 """
 
 from __future__ import annotations
@@ -217,3 +218,63 @@ def test_a_client_that_goes_away_cancels_its_run() -> None:
     finally:
         events["release"].set()
         app.close()
+
+
+class Halt(BaseException):
+    """Not an ``Exception``, as ``SystemExit`` and ``KeyboardInterrupt`` are not."""
+
+
+#: How long a raw POST may wait for its answer (an answer that never comes fails the test, not the suite).
+ANSWER_S = 5.0
+
+
+@pytest.mark.parametrize("kind", SERVERS, ids=lambda kind: kind.name)
+def test_a_base_exception_on_the_wsgi_servers_thread_is_an_error_answer(kind: Any) -> None:
+    """``json_response=True`` runs user code on the WSGI server's own thread: what it raises stays in the app."""
+    server = McpServer("halts")
+
+    @server.resource("test://halts")
+    def halts() -> str:
+        raise Halt("resource")
+
+    @server.prompt()
+    def exits() -> str:
+        raise SystemExit(3)
+
+    @server.tool()
+    def tool_halts() -> str:
+        raise Halt("tool")
+
+    @server.tool()
+    def fine() -> str:
+        return "fine"
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    calls = [
+        ("resources/read", {"uri": "test://halts"}, "test://halts"),
+        ("prompts/get", {"name": "exits"}, "exits"),
+        ("tools/call", {"name": "tool_halts", "arguments": {}}, "tool_halts"),
+        ("tools/call", {"name": "fine", "arguments": {}}, "fine"),
+    ]
+    app = server.wsgi_app(json_response=True)
+    answers = []
+    try:
+        with kind(app) as http:
+            for number, (method, params, name) in enumerate(calls, 1):
+                headers = {
+                    "Accept": "application/json, text/event-stream",
+                    "MCP-Protocol-Version": "2026-07-28",
+                    "Mcp-Method": method,
+                    "Mcp-Name": name,
+                }
+                body = {"jsonrpc": "2.0", "id": number, "method": method, "params": {**params, "_meta": meta}}
+                answer = requests.post(http.url, json=body, headers=headers, timeout=ANSWER_S)
+                answers.append((answer.status_code, answer.json()))
+    finally:
+        app.close()
+    for status, message in answers[:3]:
+        assert status == 200 and message["error"]["code"] == -32603, message
+    assert answers[3][1]["result"]["content"] == [{"type": "text", "text": "fine"}]

@@ -35,7 +35,9 @@ break the schema likewise (so a model can correct itself).  An unknown tool,
 prompt or resource, or bad params of a protocol method, is a JSON-RPC error
 with the specification's code.  A ``BaseException`` that is not an
 ``Exception`` (``SystemExit``, ``KeyboardInterrupt``) in user code answers the
-request with an error and is re-raised on the thread that ran it.
+request with ``-32603`` naming its type, its traceback logged; it does not
+leave the request, so the thread that ran it (a worker, or under
+``json_response=True`` the WSGI server's own) answers and goes on.
 
 Thread-safety: ``Engine`` is thread-safe: it holds no state of its own
 besides its listeners' table (under a lock); the catalog and sessions guard

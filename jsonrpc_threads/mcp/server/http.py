@@ -31,7 +31,11 @@ default; ``None`` for any, under a framework's route):
   ``jsonrpc_threads.serving.http_guard``.
 
 Sessions live in this process: several processes behind one address need
-sticky routing for the session era (the stateless era needs nothing).
+sticky routing for the session era (the stateless era needs nothing).  An
+app made before a fork (gunicorn ``--preload``) serves in the child with a
+pool of the child's own (the parent's threads do not exist there); the
+``requestState`` secret is inherited, so the forked workers open each
+other's states.
 
 Thread-safety: the WSGI server may call the app from any number of threads.
 ``close()`` ends every session and stops the pool's threads.
@@ -45,8 +49,10 @@ import json
 import logging
 import queue
 import threading
+import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from ... import _fork
 from ...errors import InvalidRequest, JsonRpcError, ParseError
 from ...messages import decode, encode, error_message, is_valid_id, response_message
 from ...runtime.workers import WorkerPool
@@ -133,12 +139,25 @@ class McpWsgiApp:
         if self.max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
         self.heartbeat = heartbeat
+        self._pool_size = max_workers
         self._pool = WorkerPool(max_workers, "mcp-http-worker")
         self._name = server.name
         self._lock = threading.Lock()  # guards _running and _closed
         self._running: Dict[int, Incoming] = {}
         self._closed = False
         self._engine.tasks.attach()
+        _APPS.add(self)
+
+    def _renew_in_child(self) -> None:
+        """In a forked child (one thread alive): a pool, a lock and a table of runs of this process's own.
+
+        The parent's pool counts threads that do not exist here (a task given
+        to it would wait forever), its lock may have been held at the fork,
+        and its runs are not this process's.
+        """
+        self._pool = WorkerPool(self._pool_size, "mcp-http-worker")
+        self._lock = threading.Lock()
+        self._running = {}
 
     def __repr__(self) -> str:
         return f"<McpWsgiApp {self._name!r} at {self.path or '*'}>"
@@ -430,6 +449,18 @@ class McpWsgiApp:
         if not self._sessions.close(session_id):
             return _error(start_response, "404 Not Found", None, JsonRpcError(-32001, "Session not found"))
         return _json(start_response, "200 OK", b"")
+
+
+#: Every app of this process, renewed in a forked child (gunicorn ``--preload``, ``multiprocessing``).
+_APPS: weakref.WeakSet[McpWsgiApp] = weakref.WeakSet()
+
+
+def _renew_apps_in_child() -> None:
+    for app in list(_APPS):
+        app._renew_in_child()
+
+
+_fork.at_fork_in_child(_renew_apps_in_child)
 
 
 def _resume_point(session: Session, last_event_id: Optional[str]) -> Optional[Tuple[EventLog, int]]:

@@ -14,7 +14,9 @@ to the server's ``TaskTable`` instead (see ``tasks``): answered with its task.
 
 What user code raises: in a tool, an ``isError`` result with the exception's
 message (the traceback logged, never sent); in a resource or prompt function,
-``-32603`` with the message.  The engine's own signals pass through
+``-32603`` with the message.  A ``BaseException`` that is not an
+``Exception`` is ``-32603`` naming its type, in any function: it never leaves
+the request, whose thread may be a WSGI server's own.  The engine's own signals pass through
 (``InputRequired``, ``MissingClientCapability``).
 
 Thread-safety: ``Runs`` holds no mutable state; many requests run at once.
@@ -197,7 +199,18 @@ def _error_result(message: str) -> Dict[str, Any]:
 
 
 def run_user(call: Callable[[], Any]) -> Any:
-    """Run a resource, prompt or completion function: its exception becomes ``-32603`` with its message."""
+    """Run a resource, prompt or completion function: what it raises becomes ``-32603``.
+
+    An ``Exception`` is answered with its message; a ``BaseException`` that
+    is not one (``SystemExit``, ``KeyboardInterrupt``, a user's own) with its
+    type's name, as in a tool, and its traceback is logged: it never leaves
+    the request, so the thread that ran it (a WSGI server's own, under
+    ``json_response=True``) answers and goes on.
+
+    Raises:
+        JsonRpcError: what the function raised, as the answer's error.
+        InputRequired, ArgumentError: passed on for the engine.
+    """
     try:
         return call()
     except (JsonRpcError, InputRequired, ArgumentError):
@@ -205,6 +218,9 @@ def run_user(call: Callable[[], Any]) -> Any:
     except Exception as exc:
         logger.warning("a server function failed: %s: %s", type(exc).__name__, exc, exc_info=True)
         raise JsonRpcError(-32603, str(exc) or type(exc).__name__) from None
+    except BaseException as exc:
+        logger.error("a server function raised %s", type(exc).__name__, exc_info=True)
+        raise JsonRpcError(-32603, f"the server function ended with {type(exc).__name__}") from exc
 
 
 def _with_deadline(
