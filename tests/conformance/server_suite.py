@@ -49,9 +49,6 @@ PENDING: Dict[str, str] = {
     "tasks-status-notifications": "the tasks extension (server side) is not built yet",
     "tasks-required-task-error": "the tasks extension (server side) is not built yet",
     "tasks-mrtr-composition": "the tasks extension (server side) is not built yet",
-    "sep-2640-skills-enumeration": "the skills extension (server side) is not built yet",
-    "sep-2640-skills-manifest": "the skills extension (server side) is not built yet",
-    "sep-2640-skills-directory": "the skills extension (server side) is not built yet",
 }
 #: Checks every scenario runs whatever the server does: a success of these alone says nothing.
 GENERIC_CHECKS = frozenset({"wire-schema-valid"})

@@ -20,6 +20,11 @@ the specification's compatibility rules say:
 - anything else, outside a session, is a stateless-era request without its
   ``_meta``: ``-32602``.
 
+The skills extension (``skills``) answers ``skills/list``, ``skills/get``,
+``resources/directory/read`` and ``resources/read`` of its ``skill://`` URIs
+when the server serves skills; the capabilities then declare the extension
+(with ``directoryRead``) and ``resources``.
+
 User code (a tool, resource, prompt or completion function) runs on the
 calling thread, the thread the way of running gave the request: never under a
 lock of the engine.  A tool with a ``timeout`` runs on a thread of its own so
@@ -59,8 +64,9 @@ from .context import LOG_LEVELS, Exchange
 from .definitions import Catalog, CompletionDefinition
 from .listeners import Listeners
 from .request_state import StateSeal
-from .runs import Runs, run_user
+from .runs import RESOURCE_NOT_FOUND_SESSION, Runs, run_user
 from .sessions import Session
+from .skills import SkillSet
 
 __all__ = ["Engine", "Incoming", "ServerIdentity", "is_stateless_request"]
 
@@ -72,8 +78,19 @@ _INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _REMOVED = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 #: Methods whose stateless-era results carry caching hints.
 _CACHEABLE = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "skills/list",
+        "skills/get",
+    }
 )
+#: The skills extension's methods (answered by the server's ``SkillSet``).
+_SKILL_METHODS = frozenset({"skills/list", "skills/get", "resources/directory/read"})
 
 
 def is_stateless_request(params: Any) -> bool:
@@ -158,11 +175,15 @@ class Engine:
         identity: what the server says it is.
         catalog: what it offers.
         seal: signs and checks ``requestState``.
+        skills: the skills it serves (the skills extension; see ``skills``).
     """
 
-    def __init__(self, identity: ServerIdentity, catalog: Catalog, seal: StateSeal) -> None:
+    def __init__(
+        self, identity: ServerIdentity, catalog: Catalog, seal: StateSeal, skills: Optional[SkillSet] = None
+    ) -> None:
         self.identity = identity
         self.catalog = catalog
+        self.skills = skills if skills is not None else SkillSet()
         self.runs = Runs(catalog, seal)
         self.listeners = Listeners()
 
@@ -173,7 +194,7 @@ class Engine:
         declared: Dict[str, Any] = {}
         if self.catalog.has("tools"):
             declared["tools"] = {"listChanged": True}
-        if self.catalog.has("resources"):
+        if self._has_resources():
             declared["resources"] = {"listChanged": True} if stateless else {"subscribe": True, "listChanged": True}
         if self.catalog.has("prompts"):
             declared["prompts"] = {"listChanged": True}
@@ -181,6 +202,8 @@ class Engine:
             declared["completions"] = {}
         if not stateless:
             declared["logging"] = {}
+        if self.skills:
+            declared["extensions"] = self.skills.declaration()
         return declared
 
     # -- requests --------------------------------------------------------------------------
@@ -333,7 +356,8 @@ class Engine:
         if method == "resources/list":
             self._require("resources")
             _check_cursor(params)
-            return {"resources": [resource.description for resource in self.catalog.resources()]}
+            listed = [resource.description for resource in self.catalog.resources()]
+            return {"resources": listed + self.skills.resources()}
         if method == "resources/templates/list":
             self._require("resources")
             _check_cursor(params)
@@ -345,12 +369,26 @@ class Engine:
         if method == "completion/complete":
             self._require("completions")
             return self._complete(params)
+        if method in _SKILL_METHODS and self.skills:
+            return self._skills(method, params)
+        if method == "resources/read" and isinstance(params.get("uri"), str) and self.skills.serves(params["uri"]):
+            return self.skills.read(params["uri"], -32602 if exchange.stateless else RESOURCE_NOT_FOUND_SESSION)
         if method in _INPUT_METHODS:
             return self.runs.run(method, params, exchange)
         raise MethodNotFound(f"method not found: {method}")
 
+    def _skills(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        if method == "skills/list":
+            return self.skills.list_skills(params)
+        if method == "skills/get":
+            return self.skills.get_skill(params)
+        return self.skills.read_directory(params)
+
+    def _has_resources(self) -> bool:
+        return self.catalog.has("resources") or bool(self.skills)
+
     def _require(self, kind: str) -> None:
-        if not self.catalog.has(kind):
+        if not (self._has_resources() if kind == "resources" else self.catalog.has(kind)):
             raise MethodNotFound(f"this server offers no {kind}")
 
     def _complete(self, params: Dict[str, Any]) -> Dict[str, Any]:

@@ -35,6 +35,7 @@ themselves.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, overload
 
@@ -43,6 +44,7 @@ from .definitions import Catalog, CompletionDefinition, PromptDefinition, Resour
 from .engine import Engine, ServerIdentity
 from .request_state import StateSeal
 from .sessions import SessionTable
+from .skills import SkillSet
 from .stdio import LineConnection
 
 __all__ = ["McpServer"]
@@ -112,7 +114,8 @@ class McpServer:
             cache_ttl_ms=cache_ttl_ms,
             cache_scope=cache_scope,
         )
-        self.engine = Engine(identity, self.catalog, StateSeal(state_secret))
+        self.skills = SkillSet()
+        self.engine = Engine(identity, self.catalog, StateSeal(state_secret), self.skills)
         self.sessions = SessionTable()
         self._lock = threading.Lock()  # guards _connections
         self._connections: List[LineConnection] = []
@@ -293,6 +296,46 @@ class McpServer:
             return fn
 
         return define
+
+    def add_skill(self, directory: Union[str, os.PathLike[str]], *, prefix: Optional[str] = None) -> str:
+        """Serve the skill in ``directory`` read-only (the skills extension, SEP-2640; see ``mcp.server.skills``).
+
+        A skill is a directory holding a ``SKILL.md`` whose frontmatter has a
+        ``name`` (the directory's name) and a ``description``, and its files.
+        It is served at ``skill://[prefix/]<name>/SKILL.md``, each file beside
+        it, read at each request; nothing outside the directory is served.
+        The server then declares the extension and answers ``skills/list``,
+        ``skills/get`` and ``resources/directory/read``.  The frontmatter is
+        read with the standard library: a value YAML parsers read differently
+        must be quoted (see ``mcp.server.frontmatter``).
+
+        Returns:
+            The URI of its ``SKILL.md``.
+
+        Raises:
+            ValueError: not a directory, no valid ``SKILL.md``, a name that is
+                not the directory's, over 512 files or 16 MiB, a bad prefix, or
+                a skill already served there.
+        """
+        uri = self.skills.add(os.fspath(directory), prefix)
+        self.notify_resources_changed()
+        return uri
+
+    def add_skills(self, root: Union[str, os.PathLike[str]], *, prefix: Optional[str] = None) -> List[str]:
+        """Serve every skill under ``root`` (each directory holding a ``SKILL.md``, at any depth), as ``add_skill``.
+
+        A skill's URI path is its directory's path under ``root`` (after
+        ``prefix``): ``root/acme/refunds`` is ``skill://acme/refunds/SKILL.md``.
+
+        Returns:
+            The URIs of their ``SKILL.md``, sorted.
+
+        Raises:
+            ValueError: ``root`` holds no skill, or an invalid one (then none is added).
+        """
+        uris = self.skills.add_tree(os.fspath(root), prefix)
+        self.notify_resources_changed()
+        return uris
 
     # -- change notifications --------------------------------------------------------------
 
