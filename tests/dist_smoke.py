@@ -4,7 +4,8 @@ Usage: ``<venv>/bin/python tests/dist_smoke.py CHECKOUT`` from a directory
 outside the checkout, so that the installed copy (not the source tree) runs.
 It checks the version against the checkout's ``_version.py``, that the package
 was installed (not found in the checkout), that ``py.typed`` ships, that the
-console script answers ``--version``, and one call to the bundled tool server.
+console script answers ``--version``, that the example skills ship (the
+conformance fixture serves them), and one call to the bundled tool server.
 Exit code 0 when everything holds.
 """
 
@@ -38,6 +39,11 @@ def main(checkout: str) -> int:
         [str(script), "--version"], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=True
     ).stdout.strip()
     assert shown == f"jsonrpc-threads {expected}", shown
+
+    from jsonrpc_threads.examples import conformance_server  # noqa: PLC0415  (it serves the packaged skills)
+
+    manifest = conformance_server.SKILLS_DIR / "release-notes" / "SKILL.md"
+    assert manifest.is_file() and location.parent in manifest.parents, f"the example skill is missing: {manifest}"
 
     server = [sys.executable, "-m", "jsonrpc_threads.examples.tool_server"]
     with JsonRpcClient(StdioTransport(server), default_timeout=RUN_TIMEOUT_S) as client:

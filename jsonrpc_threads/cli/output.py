@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import IO, Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Optional, Sequence, Set, Tuple
 
 from .._closing import ReportThenClose
 from ..errors import HttpError, JsonRpcError, RemoteError, RequestTimeout, TransportClosed
@@ -58,6 +58,8 @@ class CommandFailure(Exception):
         self.message = message
 
 
+#: The ids of the errors ``reporter`` wrote already (a command line's few: never cleared).
+_reported: Set[int] = set()
 #: Closing a client whose error was already shown: after this long, a line says it is still stopping.
 SLOW_CLOSE_NOTICE_S = 3.0
 
@@ -73,7 +75,7 @@ def error_line(error: BaseException) -> Optional[str]:
 
 def already_reported(error: BaseException) -> bool:
     """True when ``report_first`` wrote this failure already (``main`` then writes nothing more)."""
-    return getattr(error, "_cli_reported", False) is True
+    return id(error) in _reported
 
 
 def reporter(err: IO[str]) -> Callable[[BaseException], Optional[Callable[[], None]]]:
@@ -87,10 +89,7 @@ def reporter(err: IO[str]) -> Callable[[BaseException], Optional[Callable[[], No
             return None
         err.write(f"{PROG}: {line}\n")
         err.flush()
-        try:
-            error._cli_reported = True  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
+        _reported.add(id(error))  # the error is alive until main() sees it: its id stays its own
 
         def still_stopping() -> None:
             err.write(f"{PROG}: stopping the server (it has not exited yet)...\n")

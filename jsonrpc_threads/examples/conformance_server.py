@@ -4,7 +4,8 @@ Every tool, resource and prompt the suite's server scenarios call, under the
 exact names they use (``test_simple_text``, ``test_tool_with_progress``,
 ``test://static-text``, ``test_simple_prompt``, the
 ``test_input_required_result_*`` tools, ...), each doing what its scenario
-asks.  Both protocol eras are served on one endpoint.
+asks, and the example skills of ``examples/skills`` (the skills extension).
+Both protocol eras are served on one endpoint.
 
 Run it::
 
@@ -23,6 +24,7 @@ import json
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Annotated, Any, Dict, List, Optional, Sequence
 
 from jsonrpc_threads.mcp import Audio, Context, EmbeddedResource, Image, McpServer
@@ -414,6 +416,13 @@ def test_input_required_result_prompt(ctx: Context) -> str:
         key="user_context",
     )
     return f"Use this context: {(answer.get('content') or {}).get('context')}"
+
+
+# -- skills (the skills extension, SEP-2640) -------------------------------------------------------
+
+#: The example skills shipped with the package: release-notes (a SKILL.md, templates/, references/).
+SKILLS_DIR = Path(__file__).resolve().parent / "skills"
+server.add_skills(SKILLS_DIR)
 
 
 @server.completion("test_prompt_with_arguments")

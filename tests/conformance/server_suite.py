@@ -43,9 +43,6 @@ PENDING: Dict[str, str] = {
         "the pinned suite's scenario only skips (its subscriptions/listen rewrite is pending upstream);"
         " the server sends notifications/tasks to listeners naming the task in taskIds"
     ),
-    "sep-2640-skills-enumeration": "the skills extension (server side) is not built yet",
-    "sep-2640-skills-manifest": "the skills extension (server side) is not built yet",
-    "sep-2640-skills-directory": "the skills extension (server side) is not built yet",
 }
 #: Checks every scenario runs whatever the server does: a success of these alone says nothing.
 GENERIC_CHECKS = frozenset({"wire-schema-valid"})

@@ -23,6 +23,11 @@ the specification's compatibility rules say:
 - anything else, outside a session, is a stateless-era request without its
   ``_meta``: ``-32602``.
 
+The skills extension (``skills``) answers ``skills/list``, ``skills/get``,
+``resources/directory/read`` and ``resources/read`` of its ``skill://`` URIs
+when the server serves skills; the capabilities then declare the extension
+(with ``directoryRead``) and ``resources``.
+
 User code (a tool, resource, prompt or completion function) runs on the
 calling thread, the thread the way of running gave the request: never under a
 lock of the engine.  A tool with a ``timeout`` runs on a thread of its own so
@@ -65,8 +70,9 @@ from .context import LOG_LEVELS, Exchange
 from .definitions import Catalog, CompletionDefinition
 from .listeners import Listeners
 from .request_state import StateSeal
-from .runs import Runs, run_user
+from .runs import RESOURCE_NOT_FOUND_SESSION, Runs, run_user
 from .sessions import Session
+from .skills import SkillSet
 from .tasks import TASK_METHODS, TaskTable
 
 __all__ = ["Engine", "Incoming", "ServerIdentity", "is_stateless_request"]
@@ -79,8 +85,19 @@ _INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _REMOVED = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 #: Methods whose stateless-era results carry caching hints.
 _CACHEABLE = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "skills/list",
+        "skills/get",
+    }
 )
+#: The skills extension's methods (answered by the server's ``SkillSet``).
+_SKILL_METHODS = frozenset({"skills/list", "skills/get", "resources/directory/read"})
 
 
 def is_stateless_request(params: Any) -> bool:
@@ -92,7 +109,11 @@ def is_stateless_request(params: Any) -> bool:
 
 
 class ServerIdentity:
-    """What the server says it is: ``serverInfo``, instructions, the caching hints of its lists."""
+    """What the server says it is: ``serverInfo``, instructions, the caching hints of its lists.
+
+    Raises:
+        ValueError: a ``cache_ttl_ms`` that is not an int >= 0, a ``cache_scope`` not "private" or "public".
+    """
 
     def __init__(
         self,
@@ -106,6 +127,10 @@ class ServerIdentity:
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
     ) -> None:
+        if isinstance(cache_ttl_ms, bool) or not isinstance(cache_ttl_ms, int) or cache_ttl_ms < 0:
+            raise ValueError(f"cache_ttl_ms must be an int >= 0, not {cache_ttl_ms!r}")
+        if cache_scope not in ("private", "public"):
+            raise ValueError(f"cache_scope is 'private' or 'public', not {cache_scope!r}")
         info: Dict[str, Any] = {"name": name, "version": version}
         if title is not None:
             info["title"] = title
@@ -165,11 +190,15 @@ class Engine:
         identity: what the server says it is.
         catalog: what it offers.
         seal: signs and checks ``requestState``.
+        skills: the skills it serves (the skills extension; see ``skills``).
     """
 
-    def __init__(self, identity: ServerIdentity, catalog: Catalog, seal: StateSeal) -> None:
+    def __init__(
+        self, identity: ServerIdentity, catalog: Catalog, seal: StateSeal, skills: Optional[SkillSet] = None
+    ) -> None:
         self.identity = identity
         self.catalog = catalog
+        self.skills = skills if skills is not None else SkillSet()
         self.listeners = Listeners()
         self.tasks = TaskTable(notify=self.listeners.task_changed)
         self.runs = Runs(catalog, seal, self.tasks)
@@ -181,7 +210,7 @@ class Engine:
         declared: Dict[str, Any] = {}
         if self.catalog.has("tools"):
             declared["tools"] = {"listChanged": True}
-        if self.catalog.has("resources"):
+        if self._has_resources():
             declared["resources"] = {"listChanged": True} if stateless else {"subscribe": True, "listChanged": True}
         if self.catalog.has("prompts"):
             declared["prompts"] = {"listChanged": True}
@@ -189,8 +218,13 @@ class Engine:
             declared["completions"] = {}
         if not stateless:
             declared["logging"] = {}
-        elif any(tool.task_support is not None for tool in self.catalog.tools()):
-            declared["extensions"] = {TASKS_EXTENSION: {}}
+        extensions: Dict[str, Any] = {}
+        if stateless and any(tool.task_support is not None for tool in self.catalog.tools()):
+            extensions[TASKS_EXTENSION] = {}
+        if self.skills:
+            extensions.update(self.skills.declaration())
+        if extensions:
+            declared["extensions"] = extensions
         return declared
 
     # -- requests --------------------------------------------------------------------------
@@ -345,7 +379,8 @@ class Engine:
         if method == "resources/list":
             self._require("resources")
             _check_cursor(params)
-            return {"resources": [resource.description for resource in self.catalog.resources()]}
+            listed = [resource.description for resource in self.catalog.resources()]
+            return {"resources": listed + self.skills.resources()}
         if method == "resources/templates/list":
             self._require("resources")
             _check_cursor(params)
@@ -357,12 +392,26 @@ class Engine:
         if method == "completion/complete":
             self._require("completions")
             return self._complete(params)
+        if method in _SKILL_METHODS and self.skills:
+            return self._skills(method, params)
+        if method == "resources/read" and isinstance(params.get("uri"), str) and self.skills.serves(params["uri"]):
+            return self.skills.read(params["uri"], -32602 if exchange.stateless else RESOURCE_NOT_FOUND_SESSION)
         if method in _INPUT_METHODS:
             return self.runs.run(method, params, exchange)
         raise MethodNotFound(f"method not found: {method}")
 
+    def _skills(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        if method == "skills/list":
+            return self.skills.list_skills(params)
+        if method == "skills/get":
+            return self.skills.get_skill(params)
+        return self.skills.read_directory(params)
+
+    def _has_resources(self) -> bool:
+        return self.catalog.has("resources") or bool(self.skills)
+
     def _require(self, kind: str) -> None:
-        if not self.catalog.has(kind):
+        if not (self._has_resources() if kind == "resources" else self.catalog.has(kind)):
             raise MethodNotFound(f"this server offers no {kind}")
 
     def _complete(self, params: Dict[str, Any]) -> Dict[str, Any]:

@@ -43,9 +43,6 @@ Thread-safety: the WSGI server may call the app from any number of threads.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import logging
 import queue
 import threading
@@ -57,10 +54,10 @@ from ...errors import InvalidRequest, JsonRpcError, ParseError
 from ...messages import decode, encode, error_message, is_valid_id, response_message
 from ...runtime.workers import WorkerPool
 from ...serving.http_guard import HostGuard, read_body
-from ..http_headers import NAME_SOURCES, header_plan, param_text
-from ..protocol import META_PROTOCOL_VERSION, SESSION_PROTOCOL_VERSIONS
+from ..protocol import SESSION_PROTOCOL_VERSIONS
 from .engine import Engine, Incoming, is_stateless_request
 from .event_log import FINAL, MESSAGE, EventLog
+from .http_headers_check import header_mismatch
 from .sessions import Session, SessionTable
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "HEARTBEAT_S", "POOL_JOIN_S", "McpWsgiApp"]
@@ -255,7 +252,7 @@ class McpWsgiApp:
             )
         stateless = is_stateless_request(params)
         if stateless:
-            mismatch = _header_mismatch(self._engine, method, params or {}, headers)
+            mismatch = header_mismatch(self._engine, method, params or {}, headers)
             if mismatch is not None:
                 return _error(start_response, "400 Bad Request", request_id, JsonRpcError(_HEADER_MISMATCH, mismatch))
             session = None
@@ -472,50 +469,3 @@ def _resume_point(session: Session, last_event_id: Optional[str]) -> Optional[Tu
     if not isinstance(log, EventLog) or not number.isdigit():
         return None
     return log, int(number)
-
-
-def _header_value(raw: str) -> Optional[str]:
-    """A request-metadata header's value: trimmed, and decoded from ``=?base64?...?=`` (``None``: bad base64)."""
-    value = raw.strip(" \t")
-    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-        except (binascii.Error, ValueError):
-            return None
-    return value
-
-
-def _header_mismatch(engine: Engine, method: str, params: Dict[str, Any], headers: Dict[str, str]) -> Optional[str]:
-    """Why a stateless-era POST's headers disagree with its body, or ``None`` when they agree."""
-    meta = params.get("_meta") or {}
-    version = headers.get("mcp-protocol-version")
-    if version is None or version.strip() != meta.get(META_PROTOCOL_VERSION):
-        return "the MCP-Protocol-Version header does not match _meta's protocol version"
-    if headers.get("mcp-method", "").strip() != method:
-        return "the Mcp-Method header does not match the body's method"
-    source = NAME_SOURCES.get(method)
-    if source is not None and isinstance(params.get(source), str):
-        sent = headers.get("mcp-name")
-        if sent is None or _header_value(sent) != params[source]:
-            return f"the Mcp-Name header does not match the body's {source}"
-    if method == "tools/call" and isinstance(params.get("name"), str):
-        tool = engine.catalog.tool(params["name"])
-        if tool is not None:
-            plan, _ = header_plan(tool.description.get("inputSchema"))
-            arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
-            for path, header in plan.params:
-                node: Any = arguments
-                for key in path:
-                    node = node.get(key) if isinstance(node, dict) else None
-                try:
-                    expected = param_text(node)
-                except JsonRpcError:
-                    expected = json.dumps(node)
-                sent = headers.get(("mcp-param-" + header).lower())
-                if expected is None:
-                    if sent is not None:
-                        return f"the Mcp-Param-{header} header names a value the body does not have"
-                    continue
-                if sent is None or _header_value(sent) != expected:
-                    return f"the Mcp-Param-{header} header does not match the body's argument"
-    return None

@@ -36,7 +36,7 @@ themselves.
 
 from __future__ import annotations
 
-import threading
+import os
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, overload
 
 from ..._deadlines import check_timeout
@@ -44,7 +44,8 @@ from .definitions import Catalog, CompletionDefinition, PromptDefinition, Resour
 from .engine import Engine, ServerIdentity
 from .request_state import StateSeal
 from .sessions import SessionTable
-from .stdio import LineConnection
+from .skills import SkillSet
+from .stdio import LineConnections
 
 __all__ = ["McpServer"]
 
@@ -96,10 +97,6 @@ class McpServer:
             raise ValueError("a server needs a name")
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
-        if isinstance(cache_ttl_ms, bool) or not isinstance(cache_ttl_ms, int) or cache_ttl_ms < 0:
-            raise ValueError(f"cache_ttl_ms must be an int >= 0, not {cache_ttl_ms!r}")
-        if cache_scope not in ("private", "public"):
-            raise ValueError(f"cache_scope is 'private' or 'public', not {cache_scope!r}")
         self.name = name
         self.max_workers = max_workers
         self.catalog = Catalog()
@@ -113,10 +110,10 @@ class McpServer:
             cache_ttl_ms=cache_ttl_ms,
             cache_scope=cache_scope,
         )
-        self.engine = Engine(identity, self.catalog, StateSeal(state_secret))
+        self.skills = SkillSet()
+        self.engine = Engine(identity, self.catalog, StateSeal(state_secret), self.skills)
         self.sessions = SessionTable()
-        self._lock = threading.Lock()  # guards _connections
-        self._connections: List[LineConnection] = []
+        self._lines = LineConnections(self.engine)  # stdio and in-memory clients
 
     def __repr__(self) -> str:
         return f"<McpServer {self.name!r} tools={len(self.catalog.tools())}>"
@@ -180,21 +177,12 @@ class McpServer:
             timeout: seconds after which a call is answered as timed out
                 (``isError``) and its ``Context.cancelled`` set; the function
                 runs on a thread of its own then.
-            task_support: the tasks extension (``io.modelcontextprotocol/tasks``):
-                ``"optional"``: a call from a client that declared the
-                extension (2026-07-28 era) runs as a task (``CreateTaskResult``,
-                then ``tasks/get``); other calls run as usual.
-                ``"required"``: as optional, and a call from any other client
-                is refused with ``-32021``.  ``None`` (default): never a task.
-                In a task, the function's questions park the task in
-                ``input_required`` until ``tasks/update``; a ``JsonRpcError``
-                it raises fails the task (``failed`` with that error), any
-                other exception completes it with ``isError``.
-            task_start: ``"call"`` (default): the task begins before the
-                function runs.  ``"explicit"``: the function runs as a plain
-                call (its questions are multi-round requests) until it calls
-                ``Context.start_task()``, which answers the request with the
-                task.
+            task_support: the tasks extension: ``"optional"`` (a call from a
+                client that declared it runs as a task), ``"required"`` (any
+                other call is refused, ``-32021``) or ``None`` (never a task);
+                the rules are in ``jsonrpc_threads.mcp.server.tasks``.
+            task_start: ``"call"`` (the task begins before the function runs)
+                or ``"explicit"`` (at ``Context.start_task()``).
 
         Raises:
             ValueError: a name MCP does not allow, a ``task_support`` or ``task_start`` not listed.
@@ -316,6 +304,45 @@ class McpServer:
 
         return define
 
+    def add_skill(self, directory: Union[str, os.PathLike[str]], *, prefix: Optional[str] = None) -> str:
+        """Serve the skill in ``directory`` read-only (the skills extension, SEP-2640; see ``mcp.server.skills``).
+
+        A skill is a directory holding a ``SKILL.md`` whose frontmatter has a
+        ``name`` (the directory's name) and a ``description``, and its files.
+        It is served at ``skill://[prefix/]<name>/SKILL.md``, each file beside
+        it, read at each request; nothing outside the directory is served.
+        The server then declares the extension and answers ``skills/list``,
+        ``skills/get`` and ``resources/directory/read``.  The frontmatter is
+        read with the standard library: a value YAML parsers read differently
+        must be quoted (see ``mcp.server.frontmatter``).
+
+        Returns:
+            The URI of its ``SKILL.md``.
+
+        Raises:
+            ValueError: not a directory, no valid ``SKILL.md``, a name that is
+                not the directory's, over 512 files or 16 MiB, a bad prefix, or
+                a skill already served there.
+        """
+        uri = self.skills.add(os.fspath(directory), prefix)
+        self.notify_resources_changed()
+        return uri
+
+    def add_skills(self, root: Union[str, os.PathLike[str]], *, prefix: Optional[str] = None) -> List[str]:
+        """Serve every skill under ``root`` (each directory holding a ``SKILL.md``, at any depth), as ``add_skill``.
+
+        ``root/acme/refunds`` (after ``prefix``) is ``skill://acme/refunds/SKILL.md``.
+
+        Returns:
+            The URIs of their ``SKILL.md``, sorted.
+
+        Raises:
+            ValueError: ``root`` holds no skill, or an invalid one (then none is added).
+        """
+        uris = self.skills.add_tree(os.fspath(root), prefix)
+        self.notify_resources_changed()
+        return uris
+
     # -- change notifications --------------------------------------------------------------
 
     def notify_tools_changed(self) -> None:
@@ -335,9 +362,7 @@ class McpServer:
         self._broadcast("notifications/resources/updated", {"uri": uri})
 
     def _broadcast(self, method: str, params: Dict[str, Any]) -> None:
-        with self._lock:
-            sessions = [connection.session for connection in self._connections]
-        self.engine.broadcast(method, params, sessions + self.sessions.all())
+        self.engine.broadcast(method, params, self._lines.sessions() + self.sessions.all())
 
     # -- ways to run -----------------------------------------------------------------------
 
@@ -352,19 +377,7 @@ class McpServer:
             stdin: a binary stream to read (default: the process's stdin).
             stdout: a binary stream to write (default: the process's stdout).
         """
-        from ...server import serve  # noqa: PLC0415 - the loop loads only when serving
-
-        connection = self._connect()
-        try:
-            serve(
-                connection.handle,
-                stdin=stdin,
-                stdout=stdout,
-                max_workers=self.max_workers,
-                on_response=connection.response,
-            )
-        finally:
-            self._disconnect(connection)
+        self._lines.serve_stdio(stdin, stdout, self.max_workers)
 
     def test_client(self, **client_kwargs: Any) -> Any:
         """An ``McpClient`` connected to this server in memory: no process, no socket.
@@ -376,18 +389,9 @@ class McpServer:
         Returns:
             A ``jsonrpc_threads.mcp.McpClient``.
         """
-        from ...testing import MemoryTransport  # noqa: PLC0415
         from ..session import McpClient  # noqa: PLC0415
 
-        connection = self._connect()
-        transport = MemoryTransport.serving(
-            connection.handle,
-            max_workers=self.max_workers,
-            label=f"mcp-server[{self.name}]",
-            on_response=connection.response,
-            on_exit=lambda: self._disconnect(connection),
-        )
-        return McpClient(transport, **client_kwargs)
+        return McpClient(self._lines.memory_transport(f"mcp-server[{self.name}]", self.max_workers), **client_kwargs)
 
     def wsgi_app(
         self,
@@ -433,11 +437,9 @@ class McpServer:
         )
 
     def close(self) -> None:
-        """Cancel the tasks still running (the tasks extension) and stop their worker threads.
+        """Cancel the tasks still running and stop their workers (as closing the last way of serving does).
 
-        Closing the last way of serving (``run_stdio`` returning, a
-        ``test_client`` closed, a ``wsgi_app``'s ``close()``) does the same;
-        a later task starts new workers.  Idempotent.
+        A later task starts new workers.  Idempotent.
         """
         self.engine.tasks.close()
 
@@ -452,43 +454,22 @@ class McpServer:
     ) -> None:
         """Serve Streamable HTTP on ``host:port`` until Ctrl-C, with the standard library's threaded server.
 
-        A thread per HTTP request, on the calling thread until a
-        ``KeyboardInterrupt`` (Ctrl-C, or a signal handler that raises it),
-        the order to stop: the socket and the app (every session) are closed
-        and it returns.  For development and small deployments; production
-        mounts ``wsgi_app()`` in gunicorn, waitress or a framework.
+        On the calling thread, a thread per HTTP request, until a
+        ``KeyboardInterrupt`` (Ctrl-C, or a signal handler that raises it):
+        then the socket and the app (every session) are closed.  For
+        development and small deployments; in production mount ``wsgi_app()``.
 
         Args:
-            host: the address to listen on (loopback by default; listening on
-                another is a choice to make with ``allowed_hosts``).
+            host: the address to listen on (loopback by default; another needs ``allowed_hosts``).
             port: the port (0: a free one; ``on_listening`` says which).
             path: the endpoint's path.
-            on_listening: called with the endpoint's URL
-                (``http://127.0.0.1:8000/mcp``) once the socket listens, before
-                the first request is served; by default the URL is logged
-                (logger ``jsonrpc_threads.mcp.server``, INFO).
-            app_kwargs: more keyword arguments of ``wsgi_app``
-                (``allowed_hosts``, ``json_response``, ...).
+            on_listening: called with the endpoint's URL once the socket
+                listens; by default the URL is logged (INFO).
+            app_kwargs: more keyword arguments of ``wsgi_app``.
 
         Raises:
-            OSError: the address cannot be bound (in use, not an address of this machine).
+            OSError: the address cannot be bound.
         """
         from .http_runner import serve_until_interrupted  # noqa: PLC0415
 
         serve_until_interrupted(self.wsgi_app(path=path, **app_kwargs), host, port, path, on_listening)
-
-    def _connect(self) -> LineConnection:
-        connection = LineConnection(self.engine)
-        with self._lock:
-            self._connections.append(connection)
-        self.engine.tasks.attach()
-        return connection
-
-    def _disconnect(self, connection: LineConnection) -> None:
-        with self._lock:
-            known = connection in self._connections
-            if known:
-                self._connections.remove(connection)
-        connection.close()
-        if known:
-            self.engine.tasks.detach()

@@ -20,14 +20,15 @@ reader; the session guards its own state.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import threading
+from typing import IO, Any, Dict, List, Optional
 
 from ...messages import encode
 from ...serving.context import current_connection, current_request_id
 from .engine import Engine, Incoming
 from .sessions import Session
 
-__all__ = ["LineConnection"]
+__all__ = ["LineConnection", "LineConnections"]
 
 
 class LineConnection:
@@ -79,3 +80,65 @@ class LineConnection:
     def close(self) -> None:
         """The connection ended: cancel what runs, fail the questions waiting."""
         self.session.end()
+
+
+class LineConnections:
+    """The line connections of one server (stdio, memory): made, counted, ended.  Thread-safe.
+
+    Each connection is a session of the 2025 era; the server's change
+    notifications reach it (``sessions``).  The engine's task workers are kept
+    while any way of serving is open (``TaskTable.attach`` / ``detach``).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock = threading.Lock()  # guards _open
+        self._open: List[LineConnection] = []
+
+    def sessions(self) -> List[Session]:
+        """The session of every open connection."""
+        with self._lock:
+            return [connection.session for connection in self._open]
+
+    def connect(self) -> LineConnection:
+        """A new connection (the caller ends it with ``disconnect``)."""
+        connection = LineConnection(self._engine)
+        with self._lock:
+            self._open.append(connection)
+        self._engine.tasks.attach()
+        return connection
+
+    def disconnect(self, connection: LineConnection) -> None:
+        """End a connection: its session ends; idempotent."""
+        with self._lock:
+            known = connection in self._open
+            if known:
+                self._open.remove(connection)
+        connection.close()
+        if known:
+            self._engine.tasks.detach()
+
+    def serve_stdio(self, stdin: Optional[IO[bytes]], stdout: Optional[IO[bytes]], max_workers: int) -> None:
+        """One connection over ``jsonrpc_threads.server.serve`` until end of input."""
+        from ...server import serve  # noqa: PLC0415 - the loop loads only when serving
+
+        connection = self.connect()
+        try:
+            serve(
+                connection.handle, stdin=stdin, stdout=stdout, max_workers=max_workers, on_response=connection.response
+            )
+        finally:
+            self.disconnect(connection)
+
+    def memory_transport(self, label: str, max_workers: int) -> Any:
+        """One connection served in memory: the client's end of a ``MemoryTransport`` pair."""
+        from ...testing import MemoryTransport  # noqa: PLC0415
+
+        connection = self.connect()
+        return MemoryTransport.serving(
+            connection.handle,
+            max_workers=max_workers,
+            label=label,
+            on_response=connection.response,
+            on_exit=lambda: self.disconnect(connection),
+        )
