@@ -14,6 +14,10 @@ a bool or a string a ``TypeError``, ``0`` expires at once, and
 ``DEFAULT_TIMEOUT`` (or ``...``) takes the default the caller's object was
 given.  ``Deadline`` is immutable and thread-safe.
 
+A caller whose deadline passed leaves at once; what its step left stuck (a
+hook that blocks, a stream whose thread is in it) is handed to
+``close_in_background``, never waited for past the deadline.
+
 Example::
 
     from jsonrpc_threads.deadlines import DEFAULT_TIMEOUT, Deadline
@@ -26,6 +30,7 @@ Example::
 
 from __future__ import annotations
 
+from ._closing import close_in_background
 from ._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, UseDefault, check_timeout
 
-__all__ = ["DEFAULT_TIMEOUT", "Deadline", "Timeout", "UseDefault", "check_timeout"]
+__all__ = ["DEFAULT_TIMEOUT", "Deadline", "Timeout", "UseDefault", "check_timeout", "close_in_background"]

@@ -32,9 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO, Any, Dict, Optional, Sequence
+from typing import IO, Any, Callable, Dict, Optional, Sequence
 
-from .._closing import Reporter, ReportThenClose
 from .client import A2aClient
 from .wire import ARTIFACT_UPDATE, INTERRUPTED_STATES, MESSAGE, TERMINAL_STATES, event_kind, state_of, text_of
 
@@ -44,6 +43,9 @@ DEFAULT_TIMEOUT_S = 120.0
 EXIT_OK = 0
 EXIT_NOT_DONE = 1
 EXIT_USAGE = 2
+#: Shows an error before the client is closed (the command line's, given by ``main``); it may
+#: return what to call once the client closed.
+Reporter = Callable[[BaseException], Optional[Callable[[], None]]]
 
 
 def add_command(commands: Any, common: argparse.ArgumentParser, epilog: str) -> None:
@@ -102,15 +104,24 @@ def run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str], re
         return EXIT_USAGE
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     ids = {"task_id": args.task_id, "context_id": args.context_id}
-    with ReportThenClose(client, report):
-        if args.stream:
-            return _stream(client, text, ids, timeout, out, err, as_json=args.json)
-        result = client.send_message(text, timeout=timeout, **ids)
-        if args.json:
-            out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-        else:
-            _write_line(out, text_of(result))
-        return _status(result, err)
+    after: Optional[Callable[[], None]] = None
+    try:
+        with client:
+            try:
+                if args.stream:
+                    return _stream(client, text, ids, timeout, out, err, as_json=args.json)
+                result = client.send_message(text, timeout=timeout, **ids)
+            except BaseException as exc:
+                after = report(exc) if report is not None else None  # shown now, before the client closes
+                raise
+            if args.json:
+                out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+            else:
+                _write_line(out, text_of(result))
+            return _status(result, err)
+    finally:
+        if after is not None:
+            after()
 
 
 def _stream(

@@ -42,8 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from .. import JsonRpcClient, messages
-from .._closing import close_in_background
-from ..deadlines import Deadline
+from ..deadlines import Deadline, close_in_background
 from ..errors import ParseError, ProtocolError, RemoteError, RequestTimeout, TransportClosed
 from ..transports.http import HttpSettings, HttpTransport, MessageStream, url_label
 from .card import Interface, Origins, card_url, choose_interface

@@ -35,9 +35,8 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from typing import IO, Any, Dict, Optional, Sequence
+from typing import IO, Any, Callable, Dict, Optional, Sequence
 
-from .._closing import Reporter, ReportThenClose
 from .client import AcpClient
 
 #: Seconds the handshake and ``session/new`` may take without ``--timeout`` (an agent may start slowly).
@@ -50,6 +49,9 @@ ALLOW_KINDS = ("allow_once", "allow_always")
 EXIT_OK = 0
 EXIT_STOPPED = 1
 EXIT_USAGE = 2
+#: Shows an error before the client is closed (the command line's, given by ``main``); it may
+#: return what to call once the client closed.
+Reporter = Callable[[BaseException], Optional[Callable[[], None]]]
 
 logger = logging.getLogger(__name__)
 
@@ -170,27 +172,31 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str], r
         return default if limit is None else max(0.0, limit - (time.monotonic() - started))
 
     stream = _Stream(out, err, thoughts=args.verbose > 0)
+    after: Optional[Callable[[], None]] = None
     try:
-        with ReportThenClose(
-            AcpClient(
-                args.stdio,
-                cwd=args.cwd,
-                env=_environment(args.env),
-                inherit_env=args.inherit_env,
-                on_permission=_allow if args.allow else None,
-                fs_root=args.fs_root,
-                fs_write=args.fs_write,
-                terminal=args.terminal,
-                default_timeout=left(DEFAULT_STEP_TIMEOUT_S),
-                prompt_timeout=left(DEFAULT_PROMPT_TIMEOUT_S),
-            ),
-            report,
+        with AcpClient(
+            args.stdio,
+            cwd=args.cwd,
+            env=_environment(args.env),
+            inherit_env=args.inherit_env,
+            on_permission=_allow if args.allow else None,
+            fs_root=args.fs_root,
+            fs_write=args.fs_write,
+            terminal=args.terminal,
+            default_timeout=left(DEFAULT_STEP_TIMEOUT_S),
+            prompt_timeout=left(DEFAULT_PROMPT_TIMEOUT_S),
         ) as agent:
-            session = agent.new_session(timeout=left(DEFAULT_STEP_TIMEOUT_S))
-            if args.mode:
-                agent.set_mode(session, args.mode, timeout=left(DEFAULT_STEP_TIMEOUT_S))
-            result = agent.prompt(session, text, on_update=stream, timeout=left(DEFAULT_PROMPT_TIMEOUT_S))
+            try:
+                session = agent.new_session(timeout=left(DEFAULT_STEP_TIMEOUT_S))
+                if args.mode:
+                    agent.set_mode(session, args.mode, timeout=left(DEFAULT_STEP_TIMEOUT_S))
+                result = agent.prompt(session, text, on_update=stream, timeout=left(DEFAULT_PROMPT_TIMEOUT_S))
+            except BaseException as exc:
+                after = report(exc) if report is not None else None  # shown now: stopping the agent comes after
+                raise
     finally:
+        if after is not None:
+            after()
         if not stream.ends_with_newline:  # the reply ends its line, whatever ended the turn
             out.write("\n")
             out.flush()
