@@ -119,7 +119,7 @@ def test_tools_lists_every_server_and_reports_the_failed_ones(config: str) -> No
     assert {row[0] for row in rows[1:]} == {"example", "sdk"}
     errors = result.err.splitlines()
     assert len(errors) == 2, result
-    assert errors[0].startswith("jsonrpc-threads: server 'missing' failed to start: Cannot start")
+    assert errors[0].startswith("jsonrpc-threads: server 'missing' failed to start: cannot start")
     assert errors[1].startswith("jsonrpc-threads: server 'needs-token', headers.Authorization:")
     assert "CLI_TEST_NO_TOKEN is not set" in errors[1]
 
@@ -327,7 +327,7 @@ def test_one_line_messages_carry_no_local_error_codes() -> None:
 
 def test_rpc_failures_to_connect_are_exit_code_5() -> None:
     result = run("rpc", "--stdio", "jsonrpc-threads-no-such-command --flag", "ping")
-    assert result.code == 5 and "Cannot start" in one_line(result.err), result
+    assert result.code == 5 and "cannot start" in one_line(result.err), result
     result = run("rpc", "--url", f"http://127.0.0.1:{free_port()}/mcp", "ping")
     assert result.code == 5 and "Connection refused" in one_line(result.err), result
 
@@ -479,7 +479,7 @@ def test_lsp_usage_errors_and_a_server_that_cannot_start(tmp_path: Path, marker:
         assert message in one_line(result.err), result
     result = lsp_run(["jsonrpc-threads-no-such-server"], marker, project, "diagnostics", main)
     assert result.code == 5, result
-    assert one_line(result.err).startswith("jsonrpc-threads: Cannot start 'jsonrpc-threads-no-such-server'")
+    assert one_line(result.err).startswith("jsonrpc-threads: cannot start 'jsonrpc-threads-no-such-server'")
 
 
 def test_every_exit_code_is_documented() -> None:
@@ -519,3 +519,25 @@ def test_a_timeout_is_shown_at_the_deadline_before_the_server_is_stopped() -> No
     assert shown, lines
     assert ended - shown[0] >= 1.0, "the error came only once the server was stopped"
     assert any("stopping the server" in text for _, text in lines), lines
+
+
+def test_verbose_goes_before_or_after_the_command_and_help_shows_examples() -> None:
+    """Issue 47, first hour: -v worked only after the subcommand; --help had no examples."""
+    from jsonrpc_threads.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["-v", "rpc", "--stdio", "x", "ping"]).verbose == 1
+    assert parser.parse_args(["rpc", "--stdio", "x", "ping", "-vv"]).verbose == 2
+    assert parser.parse_args(["rpc", "--stdio", "x", "ping"]).verbose == 0
+    shown = run("--help")
+    assert shown.code == 0 and "examples:" in shown.out and "jsonrpc-threads serve" in shown.out
+
+
+def test_lsp_against_a_server_that_never_answers_initialize_says_so(tmp_path: Path) -> None:
+    """Issue 47, first hour: it said "no hover within 3.0s"."""
+    source = tmp_path / "app.py"
+    source.write_text("x = 1\n")
+    silent = f"{sys.executable} {PEERS_DIR / 'stdio_peer.py'} --close-stdout"
+    result = run("lsp", "--stdio", silent, "hover", f"{source}:1:1", "--timeout", "1")
+    assert result.code == 4, result
+    assert one_line(result.err) == "jsonrpc-threads: the server did not answer initialize within 1.0s", result

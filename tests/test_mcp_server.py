@@ -431,3 +431,12 @@ def test_secrets_stay_out_of_reprs() -> None:
     assert secret not in repr(server) and secret not in repr(server.engine.__dict__)
     text = json.dumps(repr(vars(server)))
     assert secret not in text
+
+
+def test_an_mcp_clients_repr_says_what_it_is_and_where() -> None:
+    """Issue 47, first hour: McpClient had no useful repr."""
+    client = make_server().test_client()
+    assert "not connected" in repr(client) and "McpClient" in repr(client)
+    with client:
+        assert "2026-07-28" in repr(client) and "'test-server'" in repr(client)
+    assert repr(client).endswith("closed>")

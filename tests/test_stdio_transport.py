@@ -342,7 +342,7 @@ def test_cwd(make: Maker, tmp_path: Path) -> None:
 
 
 def test_bad_cwd_fails_at_construction(tmp_path: Path) -> None:
-    with pytest.raises(TransportClosed, match="Cannot start"):
+    with pytest.raises(TransportClosed, match="cannot start"):
         StdioTransport(peer_command("stdio_peer"), cwd=tmp_path / "missing")
 
 

@@ -124,6 +124,19 @@ from .serve import cmd_serve
 logger = logging.getLogger(__name__)
 
 
+#: What ``--help`` shows first: one line for each thing the command line does.
+EXAMPLES = """examples:
+  jsonrpc-threads tools --config mcp.json                     every server's tools
+  jsonrpc-threads call --config mcp.json weather forecast '{"city": "Paris"}'
+  jsonrpc-threads rpc --stdio "python server.py" ping         one raw JSON-RPC request
+  jsonrpc-threads rpc --url http://127.0.0.1:8000/mcp tools/list
+  jsonrpc-threads lsp --stdio pylsp hover app.py:10:5          ask a language server
+  jsonrpc-threads acp --stdio "my-agent --acp" "Fix the tests"  prompt a coding agent
+  jsonrpc-threads a2a http://127.0.0.1:9999 "hello" --stream   message an A2A agent
+  jsonrpc-threads serve my_tools:server --http 127.0.0.1:8000  serve an McpServer
+  jsonrpc-threads -v COMMAND ...                              log what happens (-vv: debug)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     common = UsageParser(add_help=False)
@@ -133,14 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long the command's calls may take (start included)",
     )
-    common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
+    # -v goes before or after the command; here its default is left out, so that the
+    # command's parser (which argparse runs second) does not reset a -v given before it.
+    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="log to stderr (-vv: debug)")
     epilog = "exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
     parser = UsageParser(
         prog=PROG,
         description="Call MCP tools and JSON-RPC servers from the command line.",
-        epilog=epilog,
+        epilog=EXAMPLES + "\n\n" + epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
     commands.required = True
 

@@ -118,6 +118,8 @@ def cmd_lsp(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 ask = {"definition": lsp.definition, "hover": lsp.hover, "references": lsp.references}[args.query]
                 result = ask(uri, line, character, timeout=deadline.remaining())
         except RequestTimeout:
+            if not lsp.initialize_result:  # it never got past the handshake: say so, not "no hover"
+                raise CommandFailure(EXIT_TIMEOUT, f"the server did not answer initialize within {timeout}s") from None
             raise CommandFailure(EXIT_TIMEOUT, f"no {what} within {timeout}s") from None
         except (TransportClosed, HttpError):
             raise

@@ -215,6 +215,17 @@ class McpClient(Closing, CatalogCalls):
         self._tasks.close()
         self._connection.close()
 
+    def __repr__(self) -> str:
+        rpc = self._connection.rpc
+        if rpc.closed:
+            state = "closed"
+        elif self.era is None:
+            state = "not connected"
+        else:
+            name = self.server_info.get("name")
+            state = f"{self.protocol_version}" + (f" with {str(name)[:60]!r}" if name else "")
+        return f"<McpClient {rpc.transport!r} {state}>"  # the transport's repr shows no secret
+
     def _on_enter(self) -> None:
         """Entering ``with``: settle the era (the client is closed if it fails); leaving closes it."""
         self.initialize()

@@ -137,7 +137,7 @@ def spawn(
             creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
         )
     except (OSError, ValueError) as exc:
-        raise TransportClosed(f"Cannot start {shlex.join(argv)!r}: {exc}") from exc
+        raise TransportClosed(f"cannot start {shlex.join(argv)!r}: {exc}") from exc
 
 
 __all__ = ["DEFAULT_ENV_ALLOWLIST", "child_env", "default_label", "parse_command", "spawn"]
