@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from jsonrpc_threads import __version__
-from jsonrpc_threads.cli import ELAPSED_AFTER_S, EXIT_CODES, ProgressDisplay
+from jsonrpc_threads.cli import ELAPSED_AFTER_S, EXIT_CODES, ProgressDisplay, build_parser
 from jsonrpc_threads.lsp import uri_to_path
 
 from .conftest import PEERS_DIR
@@ -523,8 +523,6 @@ def test_a_timeout_is_shown_at_the_deadline_before_the_server_is_stopped() -> No
 
 def test_verbose_goes_before_or_after_the_command_and_help_shows_examples() -> None:
     """Issue 47, first hour: -v worked only after the subcommand; --help had no examples."""
-    from jsonrpc_threads.cli import build_parser
-
     parser = build_parser()
     assert parser.parse_args(["-v", "rpc", "--stdio", "x", "ping"]).verbose == 1
     assert parser.parse_args(["rpc", "--stdio", "x", "ping", "-vv"]).verbose == 2
