@@ -82,7 +82,13 @@ docs-serve: docs
 # An sdist and a wheel in dist/, each installed into a fresh venv and smoke-tested
 # there (from outside the checkout, so the installed copy is what runs).
 DIST_VENV := build/dist-venv
-dist: $(STAMP)
+# Building needs only `build` (and what it fetches for itself), not the development stack.
+DIST_STAMP := $(VENV)/.installed-dist
+$(DIST_STAMP): $(PY)
+	$(PY) -m pip install --quiet build
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)
 	rm -rf dist $(DIST_VENV)-wheel $(DIST_VENV)-sdist
 	$(PY) -m build --outdir dist .
 	for kind in wheel sdist; do \
