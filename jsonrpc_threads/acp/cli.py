@@ -37,6 +37,7 @@ import logging
 import time
 from typing import IO, Any, Callable, Dict, Optional, Sequence
 
+from ..errors import RequestTimeout
 from .client import AcpClient
 
 #: Seconds the handshake and ``session/new`` may take without ``--timeout`` (an agent may start slowly).
@@ -191,6 +192,10 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str], r
                 if args.mode:
                     agent.set_mode(session, args.mode, timeout=left(DEFAULT_STEP_TIMEOUT_S))
                 result = agent.prompt(session, text, on_update=stream, timeout=left(DEFAULT_PROMPT_TIMEOUT_S))
+            except RequestTimeout as exc:  # the --timeout the user gave, not what was left for the last step
+                timed_out = RequestTimeout(exc.method, None, limit if limit is not None else exc.timeout, exc.hint)
+                after = report(timed_out) if report is not None else None
+                raise timed_out from None
             except BaseException as exc:
                 after = report(exc) if report is not None else None  # shown now: stopping the agent comes after
                 raise

@@ -129,6 +129,13 @@ def one_line(error: BaseException) -> str:
     """
     if isinstance(error, TransportClosed):
         return describe_start_failure(error)  # as the registry reports a server that stopped
+    if isinstance(error, RequestTimeout) and error.method:
+        # The user's words: which call, within the timeout they gave; no request id, and of
+        # the transport's hints only what the server said on stderr (a guess about framing
+        # misleads on a command that chose its framing).
+        line = f"no answer to {error.method!r} within {error.timeout}s"
+        said = [part for part in (error.hint or "").split("; ") if part.startswith("its stderr ends with")]
+        return f"{line}; the server's {said[0][4:]}" if said else line
     text = error.message if isinstance(error, JsonRpcError) and not isinstance(error, RemoteError) else str(error)
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
