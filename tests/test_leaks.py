@@ -194,6 +194,8 @@ def test_http_close_releases_its_sockets_even_while_errors_are_kept() -> None:
         assert len(kept) == ERROR_CLIENTS + 1
 
 
+#: The inner run: this interpreter, no cache, no workers, no configuration of this repository.
+INNER_PYTEST = (sys.executable, "-m", "pytest", "-qs", "-p", "no:cacheprovider", "-p", "no:xdist", "-c", os.devnull)
 #: A test that orphans a grandchild: its child starts it, prints its pid and ends at once.
 ORPHANING_TEST = """
 import subprocess, sys
@@ -220,8 +222,7 @@ def test_the_leak_fixture_finds_an_orphaned_grandchild_kills_and_reaps_it(tmp_pa
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "no:xdist"]
-        + ["-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path / "test_orphan.py")],
+        [*INNER_PYTEST, "--rootdir", str(tmp_path), str(tmp_path / "test_orphan.py")],
         capture_output=True,
         text=True,
         timeout=INNER_RUN_S,
