@@ -9,9 +9,9 @@ peer's answers are defined in ``_error_tree.py``, the local failures in
 ``_local_errors.py``, and the client, the transports and ``auth/`` import them
 from here.  The MCP
 layer's own errors (MCP's codes, the protocol's violations, the tool
-registry's lookups) live in ``jsonrpc_threads.mcp.errors``; the table
-below lists them too, and they stay importable from here, loaded on first
-use (nothing below ``mcp/`` asks for them).
+registry's lookups) live in ``jsonrpc_threads.mcp.errors`` and are imported
+from ``jsonrpc_threads.mcp``; the table below lists them too, but this module
+knows nothing of MCP (it never imports the MCP layer).
 
 Who said so.  An error is either the peer's answer or a local failure:
 
@@ -133,7 +133,7 @@ from ._local_errors import (
 
 TYPE_CHECKING = False  # typing is not imported at run time: a tool server's start-up pays for every module
 if TYPE_CHECKING:
-    from typing import Any, FrozenSet, List, Union
+    from typing import Any, Union
 
     #: A request id: an ``int`` or a ``str``.
     RequestId = Union[int, str]
@@ -146,46 +146,13 @@ for _name, _value in list(globals().items()):
 del _name, _value
 
 
-#: The MCP layer's names, defined in ``jsonrpc_threads.mcp.errors`` and still importable from here.
-_MCP_NAMES: FrozenSet[str] = frozenset(
-    {
-        "HEADER_MISMATCH",
-        "MCP_ERRORS",
-        "MISSING_REQUIRED_CLIENT_CAPABILITY",
-        "UNSUPPORTED_PROTOCOL_VERSION",
-        "HeaderMismatch",
-        "MissingClientCapability",
-        "ProtocolVersionError",
-        "ServerUnavailable",
-        "SkillVerificationError",
-        "UnknownServer",
-        "UnknownTool",
-        "UnsupportedProtocolVersion",
-        "error_from_mcp",
-    }
-)
-
-
 def __getattr__(name: str) -> Any:
-    """``RequestId`` (``Union[int, str]``), made on first use: typing loads only when asked for.
-
-    The MCP layer's errors (``_MCP_NAMES``) load ``jsonrpc_threads.mcp.errors`` on first use.
-    """
+    """``RequestId`` (``Union[int, str]``), made on first use: typing loads only when asked for."""
     if name == "RequestId":
         from typing import Union  # noqa: PLC0415
 
         return Union[int, str]
-    if name in _MCP_NAMES:
-        from importlib import import_module  # noqa: PLC0415 - the MCP layer, only when asked for
-
-        value = getattr(import_module("jsonrpc_threads.mcp.errors"), name)
-        globals()[name] = value
-        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | _MCP_NAMES)
 
 
 __all__ = [

@@ -9,16 +9,23 @@ environments).  ``make test-fast`` deselects the three.  Under pytest-xdist
 (``make test`` runs ``-n``, ``--dist loadgroup``), the tests of a file that
 share a fixture made once per module or session run on one worker, so it is
 made once; every other test goes to whichever worker is free.
+
+On Linux the test process makes itself a child subreaper
+(``prctl(PR_SET_CHILD_SUBREAPER)``): a grandchild orphaned by its parent's end is
+adopted by the test process, not by init, so the leak fixture sees it (and kills
+and reaps it) instead of letting it run on after the suite.
 """
 
 from __future__ import annotations
 
+import ctypes
 import fnmatch
 import functools
 import gc
 import importlib.util
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -37,6 +44,21 @@ PEERS_DIR = TESTS_DIR / "peers"
 PROCESS_WIDE_THREADS = {"jsonrpc-timer"}
 #: How long a test's threads and children get to finish after it returned.
 LEAK_GRACE_S = 5.0
+#: How long the leak fixture waits for what it killed to be gone (and reaped).
+REAP_S = 5.0
+#: prctl(2)'s option that makes the caller adopt its orphaned descendants (Linux 3.4+).
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> bool:
+    """Adopt orphaned descendants, so the leak fixture sees a grandchild whose parent ended (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+
+
+SUBREAPER = _become_subreaper()
 
 
 #: What a test needs beyond Python, this package and tests/peers/: a marker each (pyproject.toml
@@ -244,16 +266,41 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     if leftover:
         problems.append(f"threads left running: {[t.name for t in leftover]}")
     if new_children:
-        problems.append(f"child processes left running: {[(p.pid, p.cmdline()) for p in new_children]}")
+        problems.append(f"child processes left running: {[_describe(p) for p in new_children]}")
         for p in new_children:
             try:
                 p.kill()
             except psutil.Error:
                 pass
+        psutil.wait_procs(new_children, timeout=REAP_S)  # reaps those that are (or were adopted as) children
+    _reap_adopted_zombies()
     if fds > before_fds:
         problems.append(f"file descriptors leaked: {before_fds} -> {fds}: {_fd_targets()}")
     if problems:
         pytest.fail("; ".join(problems), pytrace=False)
+
+
+def _describe(process: psutil.Process) -> Tuple[int, List[str]]:
+    try:
+        return process.pid, process.cmdline()
+    except psutil.Error:
+        return process.pid, []
+
+
+def _reap_adopted_zombies() -> None:
+    """Reap the ended orphans this (subreaper) process adopted; never a child a ``Popen`` of a test owns."""
+    try:
+        zombies = {p.pid for p in psutil.Process().children() if p.status() == psutil.STATUS_ZOMBIE}
+    except psutil.Error:
+        return
+    if not zombies:
+        return
+    owned = {obj.pid for obj in gc.get_objects() if isinstance(obj, subprocess.Popen)}
+    for pid in zombies - owned:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 def _fd_targets() -> List[str]:

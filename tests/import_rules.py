@@ -13,7 +13,10 @@ as well as on the package.  The rules:
 
 - **layer**: a module imports only from its own layer and from the layers its
   row names: ``import x`` and ``from x import y``, relative or absolute, at the
-  top, inside a function or under ``TYPE_CHECKING`` alike.  A name that a
+  top, inside a function or under ``TYPE_CHECKING`` alike, and the imports made
+  by a call: ``import_module("x")`` (``importlib.import_module`` too, a relative
+  name against the module's package) and ``__import__("x")``, whenever the name
+  is a string constant (a name computed at run time is not seen).  A name that a
   package's ``__init__.py`` re-exports counts as an import of the module that
   defines it (``from jsonrpc_threads import JsonRpcClient`` depends on
   ``client.py``);
@@ -72,6 +75,8 @@ IO_MODULES = frozenset(
         "urllib3",
     }
 )
+#: The functions whose call imports the module its first argument names.
+IMPORT_CALLS = frozenset({"import_module", "__import__"})
 #: The public methods of named tuples, which start with an underscore to stay out of the fields' way.
 NAMEDTUPLE_API = frozenset({"_asdict", "_fields", "_field_defaults", "_make", "_replace"})
 #: The receivers whose private attributes are the module's own business.
@@ -221,6 +226,29 @@ class _Tree:
             module, name = self.reexports(module)[name]
         return module
 
+    def called_import(self, importer: str, is_package: bool, node: ast.Call) -> Optional[str]:
+        """The absolute module a call of `IMPORT_CALLS` imports, if its name is a string constant; else None.
+
+        ``import_module(".x", __package__)`` resolves against the importer's package,
+        ``__import__("x", level=n)`` with a constant ``n`` likewise.
+        """
+        function = node.func
+        called = function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+        if called not in IMPORT_CALLS or not node.args:
+            return None
+        name = node.args[0]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return None
+        level = len(name.value) - len(name.value.lstrip("."))
+        dotted = name.value[level:]
+        if called == "__import__":
+            given = [kw.value for kw in node.keywords if kw.arg == "level"] + node.args[4:5]
+            level = given[0].value if given and isinstance(given[0], ast.Constant) else 0
+        if level == 0:
+            return dotted
+        source = self.source_of(importer, is_package, ast.ImportFrom(module=dotted or None, names=[], level=level))
+        return None if source is None else _join(PACKAGE_NAME, source)
+
     def edges(self, path: str) -> Tuple[List[_Edge], List[Tuple[str, int]]]:
         """Every import of one file anywhere in it: those from the package, and the others (name, line)."""
         module, is_package = _dotted(path), path.endswith("__init__.py")
@@ -235,6 +263,15 @@ class _Tree:
                     else:
                         bound = alias.asname or (None if "." in alias.name else alias.name)
                         edges.append(_Edge(target, None, target, bound, node.lineno))
+            elif isinstance(node, ast.Call):
+                imported = self.called_import(module, is_package, node)
+                if imported is None:
+                    continue
+                target = self.within(imported)
+                if target is None:
+                    outside.append((imported, node.lineno))
+                else:
+                    edges.append(_Edge(target, None, target, None, node.lineno))
             elif isinstance(node, ast.ImportFrom):
                 source = self.source_of(module, is_package, node)
                 if source is None:

@@ -203,6 +203,27 @@ def test_the_checker_finds_an_upward_import_however_it_is_spelled() -> None:
     ]
 
 
+def test_the_checker_sees_an_import_made_by_a_call() -> None:
+    """``import_module`` and ``__import__`` with a constant name import as a statement does (issue 46)."""
+    tree = {
+        "errors.py": (
+            "from importlib import import_module\n\n"
+            "def __getattr__(name):\n    return getattr(import_module('jsonrpc_threads.mcp.errors'), name)\n"
+        ),
+        "messages.py": "import importlib\nclient = importlib.import_module('.client', __package__)\n",
+        "mcp/errors.py": "",
+        "client.py": "",
+        "framing/lines.py": "sock = __import__('socket')\ncore = __import__('jsonrpc_threads.client')\n",
+        "framing/sse.py": "def load(name):\n    return __import__(name)\n",
+    }
+    assert sorted(_findings(tree)) == [
+        ("errors.py", "layer protocol imports mcp", "mcp/errors.py"),
+        ("framing/lines.py", "I/O in layer framing", "socket"),
+        ("framing/lines.py", "layer framing imports client", "client.py"),
+        ("messages.py", "layer protocol imports client", "client.py"),
+    ]
+
+
 def test_the_checker_follows_a_name_the_package_re_exports() -> None:
     tree = {
         "__init__.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from .client import JsonRpcClient\n",

@@ -23,7 +23,6 @@ from jsonrpc_threads.errors import (
     MessageTooLarge,
     MethodNotFound,
     ParseError,
-    ProtocolVersionError,
     RemoteError,
     RemoteInternalError,
     RemoteInvalidParams,
@@ -32,14 +31,11 @@ from jsonrpc_threads.errors import (
     RemoteParseError,
     RequestCancelled,
     RequestTimeout,
-    ServerUnavailable,
     SessionExpired,
     TransportClosed,
-    UnknownServer,
-    UnknownTool,
     error_from_response,
 )
-from jsonrpc_threads.mcp import config, registry
+from jsonrpc_threads.mcp import ProtocolVersionError, ServerUnavailable, UnknownServer, UnknownTool, config, registry
 from jsonrpc_threads.mcp import errors as mcp_errors
 
 STANDARD = [
@@ -79,10 +75,12 @@ SAMPLES: Dict[Type[JsonRpcError], JsonRpcError] = {
     ProtocolVersionError: ProtocolVersionError("1999-01-01", ("2025-11-25", "2025-06-18")),
     errors.StreamLost: errors.StreamLost("the SSE stream ended before the response", status_code=None, body_excerpt=""),
     errors.ProtocolError: errors.ProtocolError("unknown resultType 'x'", {"resultType": "x"}),
-    errors.SkillVerificationError: errors.SkillVerificationError("skill://a/SKILL.md", "digest differs"),
-    errors.HeaderMismatch: errors.HeaderMismatch("Mcp-Name does not match", {"header": "Mcp-Name"}),
-    errors.MissingClientCapability: errors.MissingClientCapability("roots", {"requiredCapabilities": {"roots": {}}}),
-    errors.UnsupportedProtocolVersion: errors.UnsupportedProtocolVersion(
+    mcp_errors.SkillVerificationError: mcp_errors.SkillVerificationError("skill://a/SKILL.md", "digest differs"),
+    mcp_errors.HeaderMismatch: mcp_errors.HeaderMismatch("Mcp-Name does not match", {"header": "Mcp-Name"}),
+    mcp_errors.MissingClientCapability: mcp_errors.MissingClientCapability(
+        "roots", {"requiredCapabilities": {"roots": {}}}
+    ),
+    mcp_errors.UnsupportedProtocolVersion: mcp_errors.UnsupportedProtocolVersion(
         "unsupported", {"supported": ["2026-07-28"], "requested": "1999-01-01"}
     ),
 }
@@ -159,7 +157,7 @@ def test_local_failures_are_not_remote_errors() -> None:
         RemoteError,
         *errors.REMOTE_ERRORS.values(),
         *errors.PROTOCOL_ERRORS.values(),
-        *errors.MCP_ERRORS.values(),
+        *mcp_errors.MCP_ERRORS.values(),
     }
 
 

@@ -12,8 +12,13 @@ sockets counted here are the client's only.
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Set, Tuple
 
 import psutil
@@ -28,13 +33,15 @@ from jsonrpc_threads import (
     TransportClosed,
 )
 
-from .conftest import PROCESS_WIDE_THREADS, peer_command
+from .conftest import PROCESS_WIDE_THREADS, SUBREAPER, peer_command
 from .peers.http_peer import HttpPeerProcess
 
 CLIENTS = 200
 #: Iterations of each error-path loop.
 ERROR_CLIENTS = 30
 WAIT_S = 10.0
+#: Seconds the inner pytest run of the fixture's own test may take.
+INNER_RUN_S = 120.0
 INIT_PARAMS = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "leaks", "version": "0"}}
 
 Snapshot = Tuple[List[str], int, List[int]]
@@ -185,3 +192,51 @@ def test_http_close_releases_its_sockets_even_while_errors_are_kept() -> None:
 
         loop_leaks_nothing(one, ERROR_CLIENTS)
         assert len(kept) == ERROR_CLIENTS + 1
+
+
+#: The inner run: this interpreter, no cache, no workers, no configuration of this repository.
+INNER_PYTEST = (sys.executable, "-m", "pytest", "-qs", "-p", "no:cacheprovider", "-p", "no:xdist", "-c", os.devnull)
+#: A test that orphans a grandchild: its child starts it, prints its pid and ends at once.
+ORPHANING_TEST = """
+import subprocess, sys
+from tests.conftest import no_leaks  # the suite's autouse leak fixture
+
+GRANDCHILD = "import threading; threading.Event().wait(60)"
+PARENT = (
+    "import subprocess, sys; "
+    f"print(subprocess.Popen([sys.executable, '-c', {GRANDCHILD!r}], stdin=subprocess.DEVNULL, "
+    "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid, flush=True)"
+)
+
+
+def test_orphans_a_grandchild():
+    done = subprocess.run([sys.executable, "-c", PARENT], capture_output=True, text=True, timeout=30, check=True)
+    print("grandchild", done.stdout.strip())
+"""
+
+
+@pytest.mark.skipif(not SUBREAPER, reason="needs prctl(PR_SET_CHILD_SUBREAPER): Linux")
+def test_the_leak_fixture_finds_an_orphaned_grandchild_kills_and_reaps_it(tmp_path: Path) -> None:
+    """Issue 46: the fixture saw direct descendants only; a grandchild whose parent ended ran on unseen."""
+    (tmp_path / "test_orphan.py").write_text(textwrap.dedent(ORPHANING_TEST), encoding="utf-8")
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [*INNER_PYTEST, "--rootdir", str(tmp_path), str(tmp_path / "test_orphan.py")],
+        capture_output=True,
+        text=True,
+        timeout=INNER_RUN_S,
+        env=env,
+        check=False,
+    )
+    pids = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("grandchild ")]
+    try:
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "child processes left running" in done.stdout and len(pids) == 1, done.stdout
+        assert not psutil.pid_exists(pids[0]) or psutil.Process(pids[0]).status() == psutil.STATUS_ZOMBIE
+    finally:
+        for pid in pids:  # with the fixture broken, the grandchild is init's: end it here
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass

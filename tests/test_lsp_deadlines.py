@@ -13,7 +13,7 @@ import shlex
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 import pytest
 
@@ -27,6 +27,35 @@ from .test_cli import run
 LATE_S = 1.0
 #: The longest any single exchange with the fake may take.
 WAIT_S = 10.0
+#: How late past its one deadline a public call may end when the handshake ate part of it: tight
+#: enough that a call restarting its timeout after a 0.6 s handshake fails (issue 46).
+PROMPT_MARGIN_S = 0.35
+#: The handshake's delay and the timeout of the call that waits for it, then for a query that hangs.
+SLOW_HANDSHAKE_S = 0.6
+CALL_TIMEOUT_S = 1.2
+
+#: Each public call of LspClient that waits for an answer (one that hangs, on ``--queries-hang``).
+QUERIES: Dict[str, Callable[[LspClient, float], Any]] = {
+    "request": lambda lsp, t: lsp.request("test/hang", timeout=t).result(WAIT_S),
+    "call": lambda lsp, t: lsp.call("test/hang", timeout=t),
+    "definition": lambda lsp, t: lsp.definition("file:///x.py", 0, 0, timeout=t),
+    "references": lambda lsp, t: lsp.references("file:///x.py", 0, 0, timeout=t),
+    "hover": lambda lsp, t: lsp.hover("file:///x.py", 0, 0, timeout=t),
+    "completion": lambda lsp, t: lsp.completion("file:///x.py", 0, 0, timeout=t),
+    "document_symbols": lambda lsp, t: lsp.document_symbols("file:///x.py", timeout=t),
+    "workspace_symbols": lambda lsp, t: lsp.workspace_symbols("x", timeout=t),
+    "rename": lambda lsp, t: lsp.rename("file:///x.py", 0, 0, "y", timeout=t),
+    "diagnostics": lambda lsp, t: lsp.diagnostics("file:///never-published.py", timeout=t),
+}
+#: Each public call of LspClient that only sends: it ends at its deadline when the handshake outlasts it.
+SENDS: Dict[str, Callable[[LspClient, float], Any]] = {
+    "notify": lambda lsp, t: lsp.notify("test/nothing", None, timeout=t),
+    "open": lambda lsp, t: lsp.open("file:///x.py", "x = 1\n", timeout=t),
+    "change": lambda lsp, t: lsp.change("file:///x.py", "x = 2\n", timeout=t),
+    "close_document": lambda lsp, t: lsp.close_document("file:///x.py", timeout=t),
+    "set_settings": lambda lsp, t: lsp.set_settings({"a": 1}, timeout=t),
+    "initialize": lambda lsp, t: lsp.initialize(timeout=t),
+}
 
 
 def fake(*flags: str) -> List[str]:
@@ -128,3 +157,38 @@ def test_the_lsp_command_spends_one_deadline_on_all_its_steps(tmp_path: Path) ->
     # 3 s for the handshake (2.5 s), didOpen, diagnostics and the hover together, then the close;
     # each step with its own 3 s took 2.5 + 3 and more.
     assert elapsed < 3 + 2 * LATE_S, result
+
+
+# -- every public entry point ends at its one deadline (issue 46) ------------------------------------
+
+
+@pytest.mark.parametrize("entry", sorted(QUERIES))
+def test_every_query_ends_at_its_one_deadline_after_a_slow_handshake(tmp_path: Path, entry: str) -> None:
+    # The handshake takes SLOW_HANDSHAKE_S of the call's timeout; the query, which hangs, gets the rest.
+    # A call that started a fresh timeout after the handshake ends SLOW_HANDSHAKE_S (and the start) late.
+    lsp = LspClient(
+        fake("--initialize-delay", str(SLOW_HANDSHAKE_S), "--queries-hang"), root_uri=tmp_path, default_timeout=WAIT_S
+    )
+    try:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout) as caught:
+            QUERIES[entry](lsp, CALL_TIMEOUT_S)
+        elapsed = time.monotonic() - started
+        assert CALL_TIMEOUT_S <= elapsed < CALL_TIMEOUT_S + PROMPT_MARGIN_S, elapsed
+        if entry != "request":  # request()'s future is the client's, made with what was left of the timeout
+            assert caught.value.timeout == CALL_TIMEOUT_S
+    finally:
+        lsp.close()
+
+
+@pytest.mark.parametrize("entry", sorted(SENDS))
+def test_every_send_ends_at_its_deadline_while_the_handshake_runs(tmp_path: Path, entry: str) -> None:
+    lsp = LspClient(fake("--initialize-delay", "30"), root_uri=tmp_path, default_timeout=WAIT_S)
+    try:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout) as caught:
+            SENDS[entry](lsp, 0.3)
+        assert time.monotonic() - started < 0.3 + PROMPT_MARGIN_S
+        assert caught.value.timeout == 0.3
+    finally:
+        lsp.close()

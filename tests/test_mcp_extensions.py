@@ -20,8 +20,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 from jsonrpc_threads import RemoteError, RequestTimeout, StdioTransport, TransportClosed
-from jsonrpc_threads.errors import SkillVerificationError, UnknownTool
-from jsonrpc_threads.mcp import McpClient, TaskFuture, ToolRegistry
+from jsonrpc_threads.mcp import McpClient, SkillVerificationError, TaskFuture, ToolRegistry, UnknownTool
 from jsonrpc_threads.transports.http import HttpTransport
 
 from .conftest import peer_command

@@ -14,10 +14,9 @@ from jsonrpc_threads.errors import (
     HttpConnectionError,
     RemoteError,
     RequestTimeout,
-    ServerUnavailable,
     TransportClosed,
-    UnknownTool,
 )
+from jsonrpc_threads.mcp import ServerUnavailable, UnknownTool
 from jsonrpc_threads.mcp.llm_formats import (
     ANTHROPIC,
     OPENAI,

@@ -13,16 +13,14 @@ from typing import Any, Dict, List
 
 import pytest
 
-from jsonrpc_threads.errors import (
+from jsonrpc_threads.errors import InvalidParams, ProtocolError, RemoteError
+from jsonrpc_threads.mcp import (
     HeaderMismatch,
-    InvalidParams,
     MissingClientCapability,
-    ProtocolError,
-    RemoteError,
     UnsupportedProtocolVersion,
     error_from_mcp,
+    protocol,
 )
-from jsonrpc_threads.mcp import protocol
 from jsonrpc_threads.mcp.cache import ResultCache
 from jsonrpc_threads.mcp.client_features import ClientFeatures
 from jsonrpc_threads.mcp.http_headers import (

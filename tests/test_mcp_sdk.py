@@ -31,11 +31,11 @@ import pytest
 import requests
 
 from jsonrpc_threads import JsonRpcError, RequestTimeout, StdioTransport, TransportClosed
-from jsonrpc_threads.errors import MissingClientCapability
 from jsonrpc_threads.mcp import (
     LATEST_PROTOCOL_VERSION,
     LATEST_SESSION_PROTOCOL_VERSION,
     McpClient,
+    MissingClientCapability,
     ProtocolVersionError,
 )
 from jsonrpc_threads.transports.http import HttpTransport

@@ -16,7 +16,7 @@ from typing import List
 
 import pytest
 
-from jsonrpc_threads.errors import ServerUnavailable
+from jsonrpc_threads.mcp import ServerUnavailable
 
 from .conftest import needs_sdk
 from .registry_support import (

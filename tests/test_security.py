@@ -46,6 +46,7 @@ from jsonrpc_threads.errors import ProtocolError
 from jsonrpc_threads.mcp import McpClient, ToolRegistry
 from jsonrpc_threads.mcp.config import load_config
 from jsonrpc_threads.transports.config import parse_entry
+from jsonrpc_threads.transports.redact import LogScope, Secrets, install_log_filter
 from jsonrpc_threads.transports.stdio import DEFAULT_ENV_ALLOWLIST
 
 from .conftest import PEERS_DIR, peer_command
@@ -401,6 +402,29 @@ def test_a_process_forked_while_the_log_filter_was_being_installed_can_install_i
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "child: installed" in done.stdout, done.stdout + done.stderr
+
+
+def _log_with_its_stack(logger: logging.Logger) -> None:
+    # This line is in the stack text the record carries, and with it the secret it names.
+    logger.debug("a line with its stack", stack_info=bool("tok-S3CRET-in-the-stack"))
+
+
+def test_the_traceback_and_the_stack_of_a_record_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    """The secrets rule holds for a record's ``exc_info`` and ``stack_info``, not only its message (issue 46)."""
+    caplog.set_level(logging.DEBUG)
+    install_log_filter()
+    url = "http://127.0.0.1:1/mcp?api_key=tok-S3CRET-in-the-stack&sig=S3CRET-in-the-traceback"
+    logger = logging.getLogger("urllib3.connectionpool")
+    with LogScope(Secrets(url, {})):
+        try:
+            raise ValueError(f"the exchange with {url.split('?')[1]} failed")
+        except ValueError:
+            logger.debug("an exchange failed", exc_info=True)
+        _log_with_its_stack(logger)
+    records = [record for record in caplog.records if record.name == "urllib3.connectionpool"]
+    assert len(records) == 2
+    assert "<redacted>" in (records[0].exc_text or "") and "<redacted>" in (records[1].stack_info or "")
+    assert "S3CRET" not in caplog.text
 
 
 @pytest.mark.parametrize("path", ["call", "request", "notify", "listen"])

@@ -20,7 +20,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from jsonrpc_threads.errors import RequestTimeout, ServerUnavailable
+from jsonrpc_threads.errors import RequestTimeout
+from jsonrpc_threads.mcp import ServerUnavailable
 from jsonrpc_threads.mcp.restarts import RestartPolicy, StopHistory
 from jsonrpc_threads.observe import WireMessage
 

@@ -7,10 +7,9 @@ still catches everything the library raises; the classes below the MCP layer
 ``TransportClosed``, the HTTP errors,
 ``ConfigError``, which the transports' own
 configuration raises too) stay in ``jsonrpc_threads.errors``, which knows
-nothing of MCP.  For the names' old home, ``jsonrpc_threads.errors`` hands
-out every class of this module on first use (``from jsonrpc_threads.errors
-import ServerUnavailable`` works as it always did); the layers below ``mcp/``
-never ask for them.
+nothing of MCP.  Users import these names from ``jsonrpc_threads.mcp``
+(``from jsonrpc_threads.mcp import ServerUnavailable``), or from here; the
+layers below ``mcp/`` never reach them.
 
 MCP's codes.  MCP revision 2026-07-28 reserves -32020..-32099 for the codes
 it defines (``MCP_ERRORS``).  ``error_from_response``

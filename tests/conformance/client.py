@@ -241,7 +241,7 @@ def skills_no_prefetch(url: str) -> None:
 
 
 def skills_verify(url: str) -> None:
-    from jsonrpc_threads.errors import SkillVerificationError  # noqa: PLC0415
+    from jsonrpc_threads.mcp import SkillVerificationError  # noqa: PLC0415
 
     with connect(url) as client:
         for entry in client.list_skills():

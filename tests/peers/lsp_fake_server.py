@@ -25,7 +25,8 @@ jedi-language-server does for seconds; SIGTERM ends it), ``--grandchild``
 (``textDocumentSync`` as options with ``openClose``), ``--no-sync`` (no
 ``textDocumentSync`` at all), ``--initialize-delay S`` (answer ``initialize``
 after ``S`` seconds), ``--hover-hangs`` (hover is never answered unless
-cancelled, as ``test/hang``).  It writes ``fake server ready`` to stderr.
+cancelled, as ``test/hang``), ``--queries-hang`` (every ``textDocument/*`` and
+``workspace/*`` request is never answered unless cancelled).  It writes ``fake server ready`` to stderr.
 """
 
 import json
@@ -108,6 +109,12 @@ class Server:
                 self.answer(request_id, None)
         elif method == "exit":
             return bool({"--stubborn", "--slow-exit"} & self.flags)
+        elif (
+            "--queries-hang" in self.flags
+            and request_id is not None
+            and method.startswith(("textDocument/", "workspace/"))
+        ):
+            self.hanging.add(request_id)
         elif method == "textDocument/didOpen":
             document = params["textDocument"]
             self.documents[document["uri"]] = (document["version"], document["text"])

@@ -305,7 +305,10 @@ def _pipe_holders(inodes: Iterable[int], not_before: float) -> List[psutil.Proce
     milliseconds, done only at ``close()``.  A pipe's inode number is not
     reused while any end of it is open, and a holder must have been started
     after the child, which rules out an unrelated process, and must not be a
-    child of this process (which holds our fds by inheritance, not the child's).
+    fork of this process (which holds our fds by inheritance, not the child's).
+    A fork of ours is a child of ours still running our command line; an orphan
+    of the child's tree that this process adopted (it is a subreaper, or PID 1
+    in a container) is a child of ours too, but runs a command of its own.
     """
     import psutil  # noqa: PLC0415
 
@@ -315,6 +318,7 @@ def _pipe_holders(inodes: Iterable[int], not_before: float) -> List[psutil.Proce
     targets = {f"pipe:[{inode}]" for inode in inodes}
     me = str(os.getpid())
     my_pid = os.getpid()
+    my_cmdline: Optional[List[str]] = None
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -338,9 +342,16 @@ def _pipe_holders(inodes: Iterable[int], not_before: float) -> List[psutil.Proce
                 proc = psutil.Process(int(name))
                 # A child of ours holds every fd of ours for a while: another transport's
                 # child between its fork and its exec, or a worker forked after the start
-                # (gunicorn --preload).  Neither is part of this child's tree.
-                if proc.create_time() >= not_before and proc.ppid() != my_pid:
-                    holders.append(proc)
+                # (gunicorn --preload): both still run our command line.  Neither is part of
+                # this child's tree; an orphan of the tree that we adopted runs its own command.
+                if proc.create_time() < not_before:
+                    break
+                if proc.ppid() == my_pid:
+                    if my_cmdline is None:
+                        my_cmdline = psutil.Process(my_pid).cmdline()
+                    if proc.cmdline() == my_cmdline:
+                        break
+                holders.append(proc)
             except psutil.Error:
                 pass
             break
