@@ -92,8 +92,10 @@ def test_hang_blocks_only_itself_and_crash_exits_with_its_code() -> None:
         server.send(req(3, "crash", {"code": 3}))
         assert server.wait() == 3
         assert server.lines.get(timeout=WAIT_S) is None  # no answer to hang or crash
-        last_line = server.stderr.strip().splitlines()[-1]
-        assert last_line.startswith("tool_server: crashing on purpose")
+        lines = server.stderr.strip().splitlines()
+        assert lines[-1].startswith("tool_server: crashing on purpose")
+        # The demo's timeout line ends with the server's last words: they name the request (issue 47).
+        assert "tool_server: request 1 will never be answered (hang)" in lines
     finally:
         server.cleanup()
 

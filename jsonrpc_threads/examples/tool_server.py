@@ -67,7 +67,8 @@ _NEVER = threading.Event()
 
 
 def hang(params: Dict[str, Any]) -> None:
-    """Never return (to try timeouts and cancellation)."""
+    """Never return (to try timeouts and cancellation); says so on stderr first."""
+    print(f"tool_server: request {current_request_id()!r} will never be answered (hang)", file=sys.stderr, flush=True)
     _NEVER.wait()
 
 
