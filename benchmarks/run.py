@@ -52,9 +52,11 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "tools_total": 3200,
         "acp_total": 800,
         "a2a_total": 800,
-        "server_http_total": 3200,
+        "server_http_total": 960,
+        "server_session_total": 480,
         "server_stdio_seq": 1000,
         "server_stdio_total": 1600,
+        "server_first_runs": 2,
     },
     "quick": {
         "rounds": 3,
@@ -73,13 +75,15 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "tools_total": 960,
         "acp_total": 160,
         "a2a_total": 160,
-        "server_http_total": 960,
+        "server_http_total": 320,
+        "server_session_total": 160,
         "server_stdio_seq": 200,
         "server_stdio_total": 320,
+        "server_first_runs": 1,
     },
 }
 #: Sizes that --scale never takes below these.
-MINIMUM_SIZES = {"rounds": 1, "timers": 64, "startup_runs": 1, "lsp_cold_runs": 1}
+MINIMUM_SIZES = {"rounds": 1, "timers": 64, "startup_runs": 1, "lsp_cold_runs": 1, "server_first_runs": 1}
 #: Longest a worker may run before it is stopped (and reported as failed).
 WORKER_TIMEOUT_S = {"full": 900.0, "quick": 240.0}
 

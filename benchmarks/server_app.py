@@ -10,6 +10,8 @@ answers unless a run sends something first, both eras on ``/mcp``);
 
 from __future__ import annotations
 
+import os
+
 from jsonrpc_threads.mcp import McpServer
 
 server = McpServer("bench-echo")
@@ -24,4 +26,4 @@ def echo(text: str) -> str:
 if __name__ == "__main__":
     server.run_stdio()
 else:  # imported by the WSGI server: no app (and no pool) for the stdio runs
-    app = server.wsgi_app()
+    app = server.wsgi_app(json_response=True if os.environ.get("BENCH_JSON_RESPONSE") == "1" else None)

@@ -8,7 +8,10 @@ Every server offers the same tool, ``echo(text) -> str`` (ours:
   ``McpServer.wsgi_app()`` (its defaults) under gunicorn threads (``-k gthread``,
   1 worker x 32 threads) and under waitress (32 threads); the SDK's
   ``MCPServer`` and FastMCP are each under uvicorn (one process), made with
-  ``stateless_http=True, json_response=True``.  The client is common to all:
+  ``stateless_http=True, json_response=True``; ours likewise with
+  ``json_response=True`` (the run on the request's thread), and, beside them,
+  with its defaults (the run on the app's pool, so that progress can turn the
+  answer into a stream) under gunicorn.  The client is common to all:
   a keep-alive ``requests.Session`` per thread posting a ``tools/call`` with
   its ``_meta`` (protocol version, client info and capabilities) and the
   request-metadata headers (``MCP-Protocol-Version``, ``Mcp-Method``,
@@ -85,8 +88,9 @@ _CLIENT_INFO = {"name": "bench-client", "version": "1"}
 class HttpServer:
     """A server as a child process in a session of its own; its URL from its output.  ``close()`` stops it."""
 
-    def __init__(self, argv: List[str], pattern: str, from_stderr: bool) -> None:
+    def __init__(self, argv: List[str], pattern: str, from_stderr: bool, json_only: bool = False) -> None:
         env = dict(os.environ)
+        env["BENCH_JSON_RESPONSE"] = "1" if json_only else "0"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
             argv,
@@ -133,17 +137,17 @@ class HttpServer:
         self._stream.close()
 
 
-def gunicorn_server() -> HttpServer:
+def gunicorn_server(json_only: bool = False) -> HttpServer:
     argv = [
         sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "1", "--threads", str(HTTP_CLIENTS),
         "--bind", "127.0.0.1:0", "--log-level", "info", OUR_APP,
     ]  # fmt: skip
-    return HttpServer(argv, r"Listening at: (http://[\d.:]+)", from_stderr=True)
+    return HttpServer(argv, r"Listening at: (http://[\d.:]+)", from_stderr=True, json_only=json_only)
 
 
-def waitress_server() -> HttpServer:
+def waitress_server(json_only: bool = False) -> HttpServer:
     argv = [sys.executable, "-m", "waitress", f"--threads={HTTP_CLIENTS}", "--listen=127.0.0.1:0", OUR_APP]
-    return HttpServer(argv, r"Serving on (http://[\d.:]+)", from_stderr=True)
+    return HttpServer(argv, r"Serving on (http://[\d.:]+)", from_stderr=True, json_only=json_only)
 
 
 def peer_server(kind: str, session: bool = False) -> HttpServer:
@@ -293,8 +297,9 @@ def _http_rows(sizes: Dict[str, Any], sched: str, have_fastmcp: bool) -> List[Di
         servers["sdk"] = peer_server("sdk")
         if have_fastmcp:
             servers["fastmcp"] = peer_server("fastmcp")
-        servers["gunicorn"] = gunicorn_server()
-        servers["waitress"] = waitress_server()
+        servers["gunicorn"] = gunicorn_server(json_only=True)
+        servers["waitress"] = waitress_server(json_only=True)
+        servers["default"] = gunicorn_server()
         for name, server in servers.items():
             callers[name] = HttpCaller(server.url, stateless=True)
             callers[name].call()
@@ -306,10 +311,12 @@ def _http_rows(sizes: Dict[str, Any], sched: str, have_fastmcp: bool) -> List[Di
         rows.append(make_row(case, sched, "SDK MCPServer under uvicorn", "baseline", results["sdk"]))
         if have_fastmcp:
             rows.append(make_row(case, sched, "FastMCP under uvicorn", "baseline", results["fastmcp"]))
-        label = f"McpServer.wsgi_app(), gunicorn gthread 1x{HTTP_CLIENTS}"
+        label = f"McpServer.wsgi_app(json_response=True), gunicorn gthread 1x{HTTP_CLIENTS}"
         rows.append(make_row(case, sched, label, "subject", results["gunicorn"]))
-        label = f"McpServer.wsgi_app(), waitress {HTTP_CLIENTS} threads"
+        label = f"McpServer.wsgi_app(json_response=True), waitress {HTTP_CLIENTS} threads"
         rows.append(make_row(case, sched, label, "subject", results["waitress"]))
+        label = f"McpServer.wsgi_app() (defaults: the run on the app's pool), gunicorn gthread 1x{HTTP_CLIENTS}"
+        rows.append(make_row(case, sched, label, "subject", results["default"]))
     finally:
         for caller in callers.values():
             caller.close()
@@ -319,16 +326,17 @@ def _http_rows(sizes: Dict[str, Any], sched: str, have_fastmcp: bool) -> List[Di
     callers.clear()
     try:  # the session era: ours and the SDK's, each client thread with a session of its own
         servers["sdk"] = peer_server("sdk", session=True)
-        servers["gunicorn"] = gunicorn_server()
+        servers["gunicorn"] = gunicorn_server(json_only=True)
         for name, server in servers.items():
             callers[name] = HttpCaller(server.url, stateless=False)
+        total = sizes["server_session_total"]
         variants = {
             name: functools.partial(threaded, caller.call, HTTP_CLIENTS, total) for name, caller in callers.items()
         }
         results = run_interleaved(variants, rounds)  # type: ignore[arg-type]
         case = f"12 MCP server, HTTP tools/call, session, {HTTP_CLIENTS} threads"
         rows.append(make_row(case, sched, "SDK MCPServer under uvicorn (sessions)", "baseline", results["sdk"]))
-        label = f"McpServer.wsgi_app(), gunicorn gthread 1x{HTTP_CLIENTS}"
+        label = f"McpServer.wsgi_app(json_response=True), gunicorn gthread 1x{HTTP_CLIENTS}"
         rows.append(make_row(case, sched, label, "subject", results["gunicorn"]))
     finally:
         for caller in callers.values():
@@ -364,7 +372,7 @@ def _stdio_rows(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
 
 
 def _first_answer_rows(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
-    runs = sizes["startup_runs"]
+    runs = sizes["server_first_runs"]
     env = _startup_env()
     commands = {
         "sdk": [sys.executable, "-S", PEERS, "sdk", "stdio"],

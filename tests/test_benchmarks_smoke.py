@@ -66,7 +66,7 @@ def check_server_rows(rows: List[Dict[str, Any]]) -> None:
     for row in rows:
         by_case.setdefault(row["case"], []).append(row)
     stateless = by_case["12 MCP server, HTTP tools/call, stateless, 32 threads"]
-    assert [r["role"] for r in stateless].count("subject") == 2  # gunicorn gthread and waitress
+    assert [r["role"] for r in stateless].count("subject") == 3  # gunicorn gthread (twice) and waitress
     assert any(r["variant"].startswith("SDK MCPServer") for r in stateless)
     for case in (
         "12 MCP server, HTTP tools/call, session, 32 threads",
