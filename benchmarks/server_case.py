@@ -176,7 +176,8 @@ class HttpCaller:
     the session era each thread opens its own session on its first call.
     """
 
-    def __init__(self, base_url: str, stateless: bool) -> None:
+    def __init__(self, base_url: str, stateless: bool, name: str = "") -> None:
+        self.name = name
         self.url = base_url + "/mcp"
         self.stateless = stateless
         self._local = threading.local()
@@ -219,7 +220,10 @@ class HttpCaller:
             }
             headers = {"Mcp-Method": "tools/call", "Mcp-Name": "echo"}
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-        text = _text_of(http.post(self.url, json=body, headers=headers, timeout=CALL_TIMEOUT_S))
+        try:
+            text = _text_of(http.post(self.url, json=body, headers=headers, timeout=CALL_TIMEOUT_S))
+        except requests.RequestException as exc:
+            raise RuntimeError(f"{self.name or self.url}: {exc!r}") from exc
         if text != TEXT:
             raise RuntimeError(f"echo answered {text!r}")
         return text
@@ -301,7 +305,7 @@ def _http_rows(sizes: Dict[str, Any], sched: str, have_fastmcp: bool) -> List[Di
         servers["waitress"] = waitress_server(json_only=True)
         servers["default"] = gunicorn_server()
         for name, server in servers.items():
-            callers[name] = HttpCaller(server.url, stateless=True)
+            callers[name] = HttpCaller(server.url, stateless=True, name=name)
             callers[name].call()
         variants: Dict[str, Callable[[], Sample]] = {
             name: functools.partial(threaded, caller.call, HTTP_CLIENTS, total) for name, caller in callers.items()
@@ -328,7 +332,7 @@ def _http_rows(sizes: Dict[str, Any], sched: str, have_fastmcp: bool) -> List[Di
         servers["sdk"] = peer_server("sdk", session=True)
         servers["gunicorn"] = gunicorn_server(json_only=True)
         for name, server in servers.items():
-            callers[name] = HttpCaller(server.url, stateless=False)
+            callers[name] = HttpCaller(server.url, stateless=False, name=f"{name} (session)")
         total = sizes["server_session_total"]
         variants = {
             name: functools.partial(threaded, caller.call, HTTP_CLIENTS, total) for name, caller in callers.items()
