@@ -180,21 +180,26 @@ class HttpCaller:
         self.name = name
         self.url = base_url + "/mcp"
         self.stateless = stateless
-        self._local = threading.local()
-        self._lock = threading.Lock()  # guards _sessions
-        self._sessions: List[requests.Session] = []
+        self._lock = threading.Lock()  # guards _by_thread
+        self._by_thread: Dict[str, requests.Session] = {}
 
     def _connection(self) -> requests.Session:
-        http: Optional[requests.Session] = getattr(self._local, "http", None)
+        # Keyed by the thread's name (threaded() names them bench-caller-N, new threads each
+        # round): the same 32 connections (and sessions) serve every round.  One per thread
+        # object would leave the connections of past rounds open, and waitress accepts no
+        # more than 100 connections (its connection_limit): the fourth round's waited.
+        key = threading.current_thread().name
+        with self._lock:
+            http = self._by_thread.get(key)
         if http is None:
-            http = self._local.http = requests.Session()
+            http = requests.Session()
             http.headers.update({"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-            with self._lock:
-                self._sessions.append(http)
             if self.stateless:
                 http.headers.update({"MCP-Protocol-Version": STATELESS_VERSION})
             else:
                 self._open_session(http)
+            with self._lock:
+                self._by_thread[key] = http
         return http
 
     def _open_session(self, http: requests.Session) -> None:
@@ -230,7 +235,7 @@ class HttpCaller:
 
     def close(self) -> None:
         with self._lock:
-            sessions, self._sessions = self._sessions, []
+            sessions, self._by_thread = list(self._by_thread.values()), {}
         for http in sessions:
             http.close()
 
