@@ -174,5 +174,7 @@ clean:
 
 # The example web app under gunicorn --threads (loopback only, bounded in time and requests):
 # many clients, a hung tool and a crashed server; prints its table and checks (benchmarks/loadtest.py).
+# Then McpServer.wsgi_app() itself under gunicorn, both eras (benchmarks/loadtest_server.py).
 loadtest: $(STAMP)
 	$(PY) -m benchmarks.loadtest
+	$(PY) -m benchmarks.loadtest --target server

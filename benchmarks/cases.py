@@ -1147,6 +1147,13 @@ def _a2a_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
     return a2a_cases(sizes, sched)
 
 
+def _server_cases(sizes: Dict[str, Any], sched: str) -> List[Dict[str, Any]]:
+    """Case 12 (benchmarks/server_case.py, which imports this module)."""
+    from benchmarks.server_case import server_cases  # noqa: PLC0415
+
+    return server_cases(sizes, sched)
+
+
 GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "stdio": stdio_cases,
     "sdk": sdk_cases,
@@ -1157,6 +1164,7 @@ GROUPS: Dict[str, Callable[[Dict[str, Any], str], List[Dict[str, Any]]]] = {
     "tools": tool_cases,
     "acp": _acp_cases,
     "a2a": _a2a_cases,
+    "server": _server_cases,
 }
 
 

@@ -4,6 +4,7 @@ Usage::
 
     python -m benchmarks.loadtest                     # gunicorn, 2 workers x 16 threads, 32 clients, 20 s
     python -m benchmarks.loadtest --server waitress --duration 10 --clients 16
+    python -m benchmarks.loadtest --target server      # McpServer itself: benchmarks/loadtest_server.py
 
 What it does, on 127.0.0.1 only, bounded in time (``--duration``) and in
 requests (``--max-requests``):
@@ -534,7 +535,17 @@ def _fds() -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--target", choices=("app", "server"), default="app")
+    chosen, rest = target.parse_known_args(argv)
+    if chosen.target == "server":  # McpServer.wsgi_app() under gunicorn (benchmarks/loadtest_server.py)
+        from benchmarks.loadtest_server import main as server_main  # noqa: PLC0415
+
+        return server_main(rest)
     parser = argparse.ArgumentParser(prog="python -m benchmarks.loadtest", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--target", choices=("app", "server"), default="app", help="the example web app, or McpServer (server)"
+    )
     parser.add_argument("--server", choices=("gunicorn", "waitress"), default="gunicorn")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=16, help="threads per worker")

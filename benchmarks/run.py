@@ -5,9 +5,9 @@ Usage::
     python -m benchmarks.run            # everything (make bench): a few minutes
     python -m benchmarks.run --quick    # reduced sizes (make bench-quick): well under a minute
 
-Options: ``--out DIR`` (default ``benchmarks/results``), ``--only stdio,sdk,http,timers,startup,lsp,tools,acp,a2a``,
-``--no-pin`` (skip the runs pinned to one CPU), ``--no-chart``, ``--scale F``
-(multiply every size by F: the smoke test runs with a tiny one).
+Options: ``--out DIR`` (default ``benchmarks/results``),
+``--only stdio,sdk,http,timers,startup,lsp,tools,acp,a2a,server``, ``--no-pin`` (skip the
+runs pinned to one CPU), ``--no-chart``, ``--scale F`` (multiply every size by F: the smoke test runs with a tiny one).
 
 Each group of cases runs in a fresh worker process (``--worker GROUP``), so one
 case's threads and garbage do not weigh on the next, and so the pinned runs can
@@ -52,6 +52,11 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "tools_total": 3200,
         "acp_total": 800,
         "a2a_total": 800,
+        "server_http_total": 960,
+        "server_session_total": 480,
+        "server_stdio_seq": 1000,
+        "server_stdio_total": 1600,
+        "server_first_runs": 2,
     },
     "quick": {
         "rounds": 3,
@@ -70,10 +75,15 @@ SIZES: Dict[str, Dict[str, Any]] = {
         "tools_total": 960,
         "acp_total": 160,
         "a2a_total": 160,
+        "server_http_total": 320,
+        "server_session_total": 160,
+        "server_stdio_seq": 200,
+        "server_stdio_total": 320,
+        "server_first_runs": 1,
     },
 }
 #: Sizes that --scale never takes below these.
-MINIMUM_SIZES = {"rounds": 1, "timers": 64, "startup_runs": 1, "lsp_cold_runs": 1}
+MINIMUM_SIZES = {"rounds": 1, "timers": 64, "startup_runs": 1, "lsp_cold_runs": 1, "server_first_runs": 1}
 #: Longest a worker may run before it is stopped (and reported as failed).
 WORKER_TIMEOUT_S = {"full": 900.0, "quick": 240.0}
 
@@ -91,6 +101,7 @@ JOBS: Tuple[Tuple[str, str], ...] = (
     ("tools", "pinned"),
     ("acp", "os"),
     ("a2a", "os"),
+    ("server", "os"),
 )
 
 # Targets of issue 15 (tighter than issue 6's: 1.15x / 1.6x, 2x, 1.5x, <= 1.0x requests, 2 KB).
@@ -115,6 +126,9 @@ TARGETS = {
     "lsp_vs_multilspy": 1.0,
     # Issue 16: tool calls from 16 and 64 threads, against the SDK used from threads.
     "tools_throughput": 3.0,
+    # Issue 45: McpServer against the SDK's MCPServer and FastMCP (throughput over HTTP and stdio).
+    "server_http": 2.0,
+    "server_stdio": 3.0,
 }
 
 
@@ -236,6 +250,8 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
                     text += f"; p99 {ours_p99 / 1000:.1f} vs {sdk_p99 / 1000:.1f} ms"
                 text += _against_floor(row, floor, "the bare floor")
                 _set(row, gain, text, "", None)  # measured, no target (issue 38)
+            elif case.startswith("12 "):
+                _annotate_server(row, [r for r in group if r["role"] == "baseline"], case)
             elif case.startswith("7 "):
                 limit = TARGETS["cold_start"] if "cold start" in case else TARGETS["first_answer"]
                 _set(row, ratio, f"{ratio:.2f}x the bare baseline", f"<= {limit}x", ratio <= limit)
@@ -265,6 +281,34 @@ def annotate(rows: List[Dict[str, Any]]) -> None:
                     f"<= {limit}x http.client" if sequential else "",
                     to_floor <= limit if sequential and to_floor is not None else None,
                 )
+
+
+def _annotate_server(row: Dict[str, Any], baselines: List[Dict[str, Any]], case: str) -> None:
+    """Case 12: the server against each baseline (the SDK's, FastMCP's); the goal must hold against all."""
+    if "first answer" in case:
+        speedups = [b["median"] / row["median"] for b in baselines if b.get("median")]
+        text = "; ".join(f"{s:.2f}x faster than {_short(b)}" for s, b in zip(speedups, baselines))
+        _set(row, min(speedups), text, "faster", all(s > 1.0 for s in speedups))
+        return
+    gains = [b["median"] / row["median"] for b in baselines if b.get("median")]
+    parts, lower = [], True
+    for gain, baseline in zip(gains, baselines):
+        part = f"{gain:.2f}x {_short(baseline)}"
+        ours_p99, their_p99 = row.get("p99_us"), baseline.get("p99_us")
+        if ours_p99 is not None and their_p99 is not None:
+            part += f" (p99 {ours_p99 / 1000:.1f} vs {their_p99 / 1000:.1f} ms)"
+            lower = lower and ours_p99 < their_p99
+        parts.append(part)
+    if "HTTP" in case:
+        limit = TARGETS["server_http"]
+        _set(row, min(gains), "; ".join(parts), f">= {limit:g}x, lower p99", min(gains) >= limit and lower)
+    else:
+        limit = TARGETS["server_stdio"]
+        _set(row, min(gains), "; ".join(parts), f">= {limit:g}x", min(gains) >= limit)
+
+
+def _short(row: Dict[str, Any]) -> str:
+    return "FastMCP" if row["variant"].startswith("FastMCP") else "SDK"
 
 
 def _against_floor(row: Dict[str, Any], floor: Optional[Dict[str, Any]], name: str) -> str:
@@ -475,7 +519,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="reduced sizes, well under a minute")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory for results.md/.json/.png")
     parser.add_argument(
-        "--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup,lsp,tools,acp,a2a"
+        "--only", default="", help="comma-separated groups: stdio,sdk,http,timers,startup,lsp,tools,acp,a2a,server"
     )
     parser.add_argument("--no-pin", action="store_true", help="skip the runs pinned to one CPU")
     parser.add_argument("--no-chart", action="store_true", help="do not draw results.png")
@@ -528,6 +572,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "case": "11 A2A SendMessage (skipped)",
                     "sched": sched,
                     "variant": "the official A2A SDK is not installed (pip install -e '.[bench]', Python 3.10+)",
+                    "role": "skipped",
+                    "unit": "",
+                    "median": None,
+                }
+            )
+            continue
+        if group == "server" and importlib.util.find_spec("mcp") is None:
+            rows.append(
+                {
+                    "case": "12 MCP server (skipped)",
+                    "sched": sched,
+                    "variant": "the official SDK is not installed (pip install -e '.[bench]', Python 3.10+)",
                     "role": "skipped",
                     "unit": "",
                     "median": None,

@@ -5,9 +5,11 @@ No timing is asserted: these machines are shared and noisy; `make bench` measure
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from pathlib import Path
+from typing import Any, Dict, List
 
 import pytest
 
@@ -34,7 +36,7 @@ def test_echo_server_answers_what_every_client_needs() -> None:
     assert echo_server.answer(call)["result"]["content"] == [{"type": "text", "text": "t"}]
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(240)
 def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     code = run.main(["--quick", "--scale", "0.01", "--out", str(tmp_path)])
     assert code == 0
@@ -42,7 +44,7 @@ def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     rows = data["rows"]
     assert not [r for r in rows if r["role"] == "error"]
     cases = {r["case"].split()[0] for r in rows}
-    assert cases == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"}  # 4, 8-11: "skipped" rows without peers
+    assert cases == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"}  # 4, 8-12: "skipped" without peers
     assert {r["sched"] for r in rows} >= {"os"}
     for row in rows:
         if row["unit"] == "us/call":
@@ -54,6 +56,27 @@ def test_quick_mode_runs_every_case_on_tiny_sizes(tmp_path: Path) -> None:
     assert subjects and all(isinstance(r["met"], bool) for r in subjects)
     markdown = (tmp_path / "results.md").read_text(encoding="utf-8")
     assert "| Case |" in markdown and "Targets met:" in markdown
+    if importlib.util.find_spec("mcp") is not None:
+        check_server_rows(rows)
+
+
+def check_server_rows(rows: List[Dict[str, Any]]) -> None:
+    """Case 12 compared every server: ours under gunicorn and waitress, the SDK's (and FastMCP), stdio, first answer."""
+    by_case: Dict[str, List[Dict[str, Any]]] = {}
+    for row in rows:
+        by_case.setdefault(row["case"], []).append(row)
+    stateless = by_case["12 MCP server, HTTP tools/call, stateless, 32 threads"]
+    assert [r["role"] for r in stateless].count("subject") == 3  # gunicorn gthread (twice) and waitress
+    assert any(r["variant"].startswith("SDK MCPServer") for r in stateless)
+    for case in (
+        "12 MCP server, HTTP tools/call, session, 32 threads",
+        "12 MCP server, stdio tools/call, sequential",
+        "12 MCP server, stdio tools/call, 16 threads",
+        "12 MCP server, stdio first answer",
+    ):
+        assert [r["role"] for r in by_case[case]] == ["baseline", "subject"], case
+    subjects = [r for r in rows if r["case"].startswith("12 ") and r["role"] == "subject"]
+    assert subjects and all(isinstance(r["met"], bool) and "SDK" in r["vs"] for r in subjects)
 
 
 @pytest.mark.parametrize("bounded", [False, True], ids=["blocking-read", "bounded-wait"])
