@@ -43,7 +43,7 @@ def fastmcp_server() -> Any:
 
     server = FastMCP("bench-echo")
 
-    @server.tool
+    @server.tool  # type: ignore[untyped-decorator,unused-ignore]
     def echo(text: str) -> str:
         """Echo the text back."""
         return text
