@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ...errors import InvalidParams
+from ..http_headers import NO_HEADERS, HeaderPlan, header_plan
 from .content import prompt_messages, resource_contents, tool_result
 from .context import Context
 from .schema import Signature, signature_of
@@ -68,6 +69,8 @@ class ToolDefinition:
     description: Dict[str, Any] = field(repr=False)
     task_support: Optional[str] = None
     task_start: str = "call"
+    #: Which arguments travel in ``Mcp-Param-*`` headers (its schema's ``x-mcp-header``), read once.
+    headers: HeaderPlan = field(default=NO_HEADERS, repr=False)
 
     @classmethod
     def make(
@@ -115,7 +118,8 @@ class ToolDefinition:
             wire["execution"] = {"taskSupport": task_support}
         if meta:
             wire["_meta"] = dict(meta)
-        return cls(tool_name, fn, signature, timeout, wire, task_support, task_start)
+        plan, _ = header_plan(wire["inputSchema"])
+        return cls(tool_name, fn, signature, timeout, wire, task_support, task_start, plan)
 
     def bind(self, arguments: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         """The keyword arguments for the function.

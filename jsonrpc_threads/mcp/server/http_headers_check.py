@@ -20,7 +20,7 @@ import json
 from typing import Any, Dict, Optional
 
 from ...errors import JsonRpcError
-from ..http_headers import NAME_SOURCES, header_plan, param_text
+from ..http_headers import NAME_SOURCES, param_text
 from ..protocol import META_PROTOCOL_VERSION
 from .engine import Engine
 
@@ -54,7 +54,7 @@ def header_mismatch(engine: Engine, method: str, params: Dict[str, Any], headers
     if method == "tools/call" and isinstance(params.get("name"), str):
         tool = engine.catalog.tool(params["name"])
         if tool is not None:
-            plan, _ = header_plan(tool.description.get("inputSchema"))
+            plan = tool.headers
             arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
             for path, header in plan.params:
                 node: Any = arguments
