@@ -214,37 +214,46 @@ class AppServer:
             return []
 
     def session_processes(self) -> List[psutil.Process]:
-        found = []
-        for proc in psutil.process_iter():
-            try:
-                if os.getsid(proc.pid) == self.proc.pid and proc.status() != psutil.STATUS_ZOMBIE:
-                    found.append(proc)
-            except (psutil.Error, OSError):
-                pass
-        return found
+        return session_processes(self.proc.pid)
 
     def stop(self) -> Tuple[float, List[str]]:
         """SIGTERM, wait; returns the seconds it took and what was left (then killed)."""
-        started = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        return stop_session(self.proc, self._drain)
+
+
+def session_processes(leader: int) -> List[psutil.Process]:
+    """The live processes of the session ``leader`` started (``start_new_session=True``)."""
+    found = []
+    for proc in psutil.process_iter():
         try:
-            self.proc.wait(SHUTDOWN_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(SHUTDOWN_S)
-        left = self.session_processes()
-        _, alive = psutil.wait_procs(left, timeout=5.0)
-        names = [f"{p.pid} {' '.join(p.cmdline())[:80]}" for p in alive if _alive(p)]
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        self._drain.join(5.0)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
-        return time.monotonic() - started, names
+            if os.getsid(proc.pid) == leader and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            pass
+    return found
+
+
+def stop_session(proc: subprocess.Popen[bytes], drain: threading.Thread) -> Tuple[float, List[str]]:
+    """SIGTERM the server ``proc`` leads, wait; the seconds it took and what of its session was left (then killed)."""
+    started = time.monotonic()
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(SHUTDOWN_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(SHUTDOWN_S)
+    _, alive = psutil.wait_procs(session_processes(proc.pid), timeout=5.0)
+    names = [f"{p.pid} {' '.join(p.cmdline())[:80]}" for p in alive if _alive(p)]
+    for left in alive:
+        try:
+            left.kill()
+        except psutil.Error:
+            pass
+    drain.join(5.0)
+    if proc.stderr is not None:
+        proc.stderr.close()
+    return time.monotonic() - started, names
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -530,7 +539,7 @@ def report(run: Run, finals: Dict[int, Dict[str, Any]], shutdown: Tuple[float, L
     return 0
 
 
-def _fds() -> int:
+def open_fds() -> int:
     return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
 
 
@@ -556,7 +565,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not 1 <= args.duration <= 600 or args.clients < 1 or args.max_requests < 1:
         parser.error("--duration must be 1..600 s, --clients and --max-requests at least 1")
     baseline_threads = {thread.ident for thread in threading.enumerate()}
-    baseline_fds = _fds()
+    baseline_fds = open_fds()
     with tempfile.TemporaryDirectory(prefix="jsonrpc-loadtest-") as tmp:
         config = Path(tmp) / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"example": EXAMPLE_SERVER, "chaos": EXAMPLE_SERVER}}))
@@ -569,8 +578,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             shutdown = server.stop()
     left_threads = [t.name for t in threading.enumerate() if t.ident not in baseline_threads and t.is_alive()]
     leaks = [f"threads {left_threads}"] if left_threads else []
-    if _fds() > baseline_fds:
-        leaks.append(f"fds {baseline_fds} -> {_fds()}")
+    if open_fds() > baseline_fds:
+        leaks.append(f"fds {baseline_fds} -> {open_fds()}")
     return report(run, finals, shutdown, leaks)
 
 

@@ -47,7 +47,6 @@ import os
 import random
 import re
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -58,7 +57,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 import psutil
 import requests
 
-from benchmarks.loadtest import _alive, _fds, percentile, quarter_medians
+from benchmarks.loadtest import open_fds, percentile, quarter_medians, session_processes, stop_session
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -163,37 +162,11 @@ class GunicornServer:
             return []
 
     def session_processes(self) -> List[psutil.Process]:
-        found = []
-        for proc in psutil.process_iter():
-            try:
-                if os.getsid(proc.pid) == self.proc.pid and proc.status() != psutil.STATUS_ZOMBIE:
-                    found.append(proc)
-            except (psutil.Error, OSError):
-                pass
-        return found
+        return session_processes(self.proc.pid)
 
     def stop(self) -> Tuple[float, List[str]]:
         """SIGTERM, wait; the seconds it took and what was left (then killed)."""
-        started = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(SHUTDOWN_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(SHUTDOWN_S)
-        left = self.session_processes()
-        _, alive = psutil.wait_procs(left, timeout=5.0)
-        names = [f"{p.pid} {' '.join(p.cmdline())[:80]}" for p in alive if _alive(p)]
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        self._drain.join(5.0)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
-        return time.monotonic() - started, names
+        return stop_session(self.proc, self._drain)
 
 
 # -- one client ------------------------------------------------------------------------------------------
@@ -513,7 +486,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not 1 <= args.duration <= 600 or args.clients < 2 or args.max_requests < 1:
         parser.error("--duration must be 1..600 s, --clients at least 2, --max-requests at least 1")
     baseline_threads = {thread.ident for thread in threading.enumerate()}
-    baseline_fds = _fds()
+    baseline_fds = open_fds()
     secret = secrets.token_hex(32)
     servers: Dict[str, GunicornServer] = {}
     shutdown: Dict[str, Tuple[float, List[str]]] = {}
@@ -527,8 +500,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             shutdown[era] = server.stop()
     left_threads = [t.name for t in threading.enumerate() if t.ident not in baseline_threads and t.is_alive()]
     leaks = [f"threads {left_threads}"] if left_threads else []
-    if _fds() > baseline_fds:
-        leaks.append(f"fds {baseline_fds} -> {_fds()}")
+    if open_fds() > baseline_fds:
+        leaks.append(f"fds {baseline_fds} -> {open_fds()}")
     return report(run, shutdown, leaks)
 
 
