@@ -287,7 +287,7 @@ class SingleFlight(Generic[T]):
     def _board(self, deadline: Deadline, step: Callable[[Budget], T]) -> tuple[Future[T], Budget]:
         with self._lock:
             future, budget = self._future, self._budget
-            if future is not None and budget is not None and (self._once or budget.extend(deadline)):
+            if future is not None and budget is not None and (budget.extend(deadline) or self._once):
                 return future, budget  # the one flight, or one in progress that is not giving up
             future = Future()
             budget = Budget(deadline, self._doing)
