@@ -14,6 +14,13 @@ a bool or a string a ``TypeError``, ``0`` expires at once, and
 ``DEFAULT_TIMEOUT`` (or ``...``) takes the default the caller's object was
 given.  ``Deadline`` is immutable and thread-safe.
 
+A step that several calls need at once (a handshake, a renewal, a fetch)
+is a ``SingleFlight``: it runs once, on a thread of its own, and each caller
+waits for it no longer than its own deadline; the step spends a ``Budget``,
+the latest of the deadlines of the callers that joined it.  A step that had
+only what was left of a call's deadline times out with those seconds:
+``as_call_timeout`` re-names such a ``RequestTimeout`` with the whole call's.
+
 A caller whose deadline passed leaves at once; what its step left stuck (a
 hook that blocks, a stream whose thread is in it) is handed to
 ``close_in_background``, never waited for past the deadline.
@@ -32,5 +39,17 @@ from __future__ import annotations
 
 from ._closing import close_in_background
 from ._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, UseDefault, check_timeout
+from ._flight import STEP_JOIN_S, Budget, SingleFlight, as_call_timeout
 
-__all__ = ["DEFAULT_TIMEOUT", "Deadline", "Timeout", "UseDefault", "check_timeout", "close_in_background"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "STEP_JOIN_S",
+    "Budget",
+    "Deadline",
+    "SingleFlight",
+    "Timeout",
+    "UseDefault",
+    "as_call_timeout",
+    "check_timeout",
+    "close_in_background",
+]

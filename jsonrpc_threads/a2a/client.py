@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 import requests.auth
 
-from ..deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
+from ..deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, as_call_timeout, check_timeout
 from ..errors import HttpConnectionError, MethodNotFound, ProtocolError, RequestTimeout, TransportClosed
 from ..transports.http import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, HttpSettings, url_label
 from .connection import Agent, AgentConnection
@@ -396,8 +396,8 @@ class A2aClient:
         except HttpConnectionError as exc:
             logger.debug("wait for task %r: the stream broke (%s); polling", task_id, exc.message)
             return None
-        except RequestTimeout:
-            raise RequestTimeout("wait", None, deadline.timeout, f"task {task_id!r} is not done") from None
+        except RequestTimeout as exc:
+            raise as_call_timeout(exc, deadline, method="wait", hint=f"task {task_id!r} is not done") from None
         return self._get_task(task_id, None, deadline, "wait")
 
     def _wait_polling(self, task_id: str, deadline: Deadline) -> Dict[str, Any]:

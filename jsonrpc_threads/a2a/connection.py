@@ -12,10 +12,11 @@ transport made for it and closed after), chooses its JSON-RPC interface
 where ``Origins`` trusts (both transports are made from one
 ``HttpSettings``, with or without them).
 
-The card's fetch is a single flight: the first caller fetches it with its own
-deadline while the others wait for the lock with theirs; a fetch that failed is
-tried again by the next caller (a network blip is not forever), one that
-succeeded is kept.  Then:
+The card's fetch is a single flight (``SingleFlight`` from
+``jsonrpc_threads.deadlines``): it runs on a thread of its own, bounded by the
+latest deadline of the callers that joined it, and every caller
+waits for it with its own deadline; a fetch that failed is tried again by the
+next caller (a network blip is not forever), one that succeeded is kept.  Then:
 
 - ``AgentConnection.call`` sends a request with ``JsonRpcClient.call``
   (the caller's thread carries the POST) and returns its result;
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from .. import JsonRpcClient, messages
-from ..deadlines import Deadline, close_in_background
+from ..deadlines import Budget, Deadline, SingleFlight, as_call_timeout, close_in_background
 from ..errors import ParseError, ProtocolError, RemoteError, RequestTimeout, TransportClosed
 from ..transports.http import HttpSettings, HttpTransport, MessageStream, url_label
 from .card import Interface, Origins, card_url, choose_interface
@@ -92,7 +93,12 @@ class AgentConnection:
         self._with_credentials = settings
         self._without_credentials = dataclasses.replace(settings, headers={}, auth=None, header_provider=None)
         self._stream_ids = itertools.count(1)
-        self._fetching = threading.Lock()  # held by the thread fetching the card
+        self._fetching: SingleFlight[Agent] = SingleFlight(
+            f"jsonrpc-a2a-card[{url_label(self.card_url)}]",
+            what="the agent card's fetch",
+            doing="the agent card",
+            closed_message="A2aClient closed",
+        )
         # _lock guards _agent, _card_transport and _closed.
         self._lock = threading.Lock()
         self._agent: Optional[Agent] = None
@@ -114,43 +120,58 @@ class AgentConnection:
         agent = self._agent
         if agent is not None:
             return agent
-        left = deadline.remaining()
-        if not self._fetching.acquire(timeout=-1 if left is None else left):
-            raise RequestTimeout(method, None, deadline.timeout, "another thread is still fetching the agent card")
+        if self._closed:
+            raise TransportClosed("A2aClient closed")
         try:
-            with self._lock:
-                if self._closed:
-                    raise TransportClosed("A2aClient closed")
-                if self._agent is not None:
-                    return self._agent
-            card = self._fetch_card(deadline, method)
-            interface = choose_interface(card, self.card_url)
-            trusted = self._origins.trust(interface.url)
-            if not trusted:
-                logger.info(
-                    "the agent card puts its interface on another origin (%s): no credentials go there",
-                    url_label(interface.url),
-                )
-            settings = self._with_credentials if trusted else self._without_credentials
-            headers = {**settings.headers, VERSION_HEADER: interface.dialect.version}
-            transport = HttpTransport.from_settings(interface.url, dataclasses.replace(settings, headers=headers))
-            try:
-                agent = Agent(card, interface, transport, JsonRpcClient(transport, default_timeout=None))
-            except BaseException:
-                transport.close()
-                raise
-            with self._lock:
-                closed = self._closed
-                if not closed:
-                    self._agent = agent
-            if closed:
-                agent.rpc.close()
-                raise TransportClosed("A2aClient closed")
-            return agent
-        finally:
-            self._fetching.release()
+            return self._fetching.join(deadline, self._connect, method=method)
+        except RequestTimeout as exc:
+            raise as_call_timeout(exc, deadline, method=method) from None
 
-    def _fetch_card(self, deadline: Deadline, method: str) -> Dict[str, Any]:
+    def _connect(self, budget: Budget) -> Agent:
+        """The step: fetch the card (within the budget), choose the interface, make its client.
+
+        A GET is bounded by the budget as it was when it began; should a caller
+        with a later deadline join meanwhile, a GET that timed out is made again
+        within the budget as it is now (``Budget.spend``).
+        """
+        with self._lock:
+            if self._closed:
+                raise TransportClosed("A2aClient closed")
+            if self._agent is not None:
+                return self._agent
+        while True:
+            try:
+                card = self._fetch_card(budget.deadline)
+                break
+            except RequestTimeout:
+                if budget.spend():
+                    raise
+                # a caller with a later deadline joined while the GET ran: fetch again within it
+        interface = choose_interface(card, self.card_url)
+        trusted = self._origins.trust(interface.url)
+        if not trusted:
+            logger.info(
+                "the agent card puts its interface on another origin (%s): no credentials go there",
+                url_label(interface.url),
+            )
+        settings = self._with_credentials if trusted else self._without_credentials
+        headers = {**settings.headers, VERSION_HEADER: interface.dialect.version}
+        transport = HttpTransport.from_settings(interface.url, dataclasses.replace(settings, headers=headers))
+        try:
+            agent = Agent(card, interface, transport, JsonRpcClient(transport, default_timeout=None))
+        except BaseException:
+            transport.close()
+            raise
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._agent = agent
+        if closed:
+            agent.rpc.close()
+            raise TransportClosed("A2aClient closed")
+        return agent
+
+    def _fetch_card(self, deadline: Deadline) -> Dict[str, Any]:
         """GET the card (with the credentials: its origin is the caller's choice), bounded by ``deadline``."""
         transport = HttpTransport.from_settings(self.card_url, self._with_credentials)
         with self._lock:
@@ -164,8 +185,8 @@ class AgentConnection:
             answer = transport.open_stream(deadline=deadline.at)
             body = next(answer, None)
             failed = False
-        except RequestTimeout:
-            raise RequestTimeout(method, None, deadline.timeout, "the agent card did not come in time") from None
+        except RequestTimeout as exc:
+            raise as_call_timeout(exc, deadline, hint="the agent card did not come in time") from None
         finally:
             with self._lock:
                 self._card_transport = None
@@ -206,7 +227,7 @@ class AgentConnection:
         try:
             return agent.rpc.call(method, params, timeout=deadline.remaining())
         except RequestTimeout as exc:
-            raise RequestTimeout(method, exc.request_id, deadline.timeout, exc.hint) from None
+            raise as_call_timeout(exc, deadline, method=method) from None
         except RemoteError as exc:
             raise error_from_a2a(exc) from None
 
@@ -236,6 +257,7 @@ class AgentConnection:
             agent, card_transport = self._agent, self._card_transport
         if card_transport is not None:
             card_transport.close()
+        self._fetching.close()
         if agent is not None:
             agent.rpc.close()
 

@@ -7,11 +7,15 @@ Everything above talks to the agent through ``AgentConnection.call`` and
 ``AgentConnection.notify``, which take the caller's
 ``Deadline`` and run the handshake first if it has not run.
 
-The handshake (``initialize`` with protocol version 1) is a single flight: the
-first caller sends it, every other caller waits for that one answer with its
-own deadline.  ACP allows one ``initialize`` per connection, so its outcome
-sticks: a handshake that failed (an agent that answered another protocol
-version, an error, no answer in time) fails every later call the same way;
+The handshake (``initialize`` with protocol version 1) is a single flight
+(``SingleFlight`` with ``once=True``, from ``jsonrpc_threads.deadlines``): it
+runs on a thread of its own, and every caller, the first included, waits for
+that one answer with its own deadline.  The handshake may take as long as the
+latest deadline of the callers that joined it (its ``Budget``): a first caller
+with a short timeout gives up alone, and the handshake goes on for a later one.
+ACP allows one ``initialize`` per connection, so its outcome sticks: a
+handshake that failed (an agent that answered another protocol version, an
+error, no answer within the budget) fails every later call the same way;
 close the client and start a new one.
 
 Only the public faces of the package are used here: ``JsonRpcClient``
@@ -30,13 +34,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .. import JsonRpcClient, StdioTransport, Transport
-from ..deadlines import Deadline
+from ..deadlines import Budget, Deadline, SingleFlight
 from ..errors import JsonRpcError, ProtocolError, RequestTimeout, TransportClosed
+from ..transports.base import describe
 from .wire import INITIALIZE, PROTOCOL_VERSION
 
 logger = logging.getLogger(__name__)
@@ -89,9 +93,15 @@ class AgentConnection:
                 transport.close()
             raise
         self._initialize_params = initialize_params
-        # _lock guards _handshake and _closing.
+        # _lock guards _closing.
         self._lock = threading.Lock()
-        self._handshake: Optional[Future[Dict[str, Any]]] = None
+        self._handshake: SingleFlight[Dict[str, Any]] = SingleFlight(
+            f"jsonrpc-acp-handshake[{describe(transport)}]",
+            once=True,
+            what="the handshake",
+            doing=INITIALIZE,
+            closed_message="AcpClient closed",
+        )
         self._closing = False
 
     # -- the handshake ------------------------------------------------------------------------
@@ -106,32 +116,15 @@ class AgentConnection:
             TransportClosed: the agent is gone, or the client closed.
             JsonRpcError: the agent refused ``initialize``.
         """
-        with self._lock:
-            if self._closing:
-                raise TransportClosed("AcpClient closed")
-            handshake = self._handshake
-            mine = handshake is None
-            if handshake is None:
-                handshake = self._handshake = Future()
-        if mine:
-            try:
-                result = self._run_handshake(deadline)
-            except BaseException as exc:
-                handshake.set_exception(exc)
-                raise
-            handshake.set_result(result)
-            return result
-        try:
-            return handshake.result(timeout=deadline.remaining())
-        except FutureTimeout:
-            if handshake.done():
-                raise  # the handshake's own failure: a RequestTimeout is a TimeoutError too (3.11+)
-            raise RequestTimeout(
-                INITIALIZE, None, deadline.timeout, "another thread's handshake is still running"
-            ) from None
+        if self._closing:
+            raise TransportClosed("AcpClient closed")
+        return self._handshake.join(deadline, self._run_handshake)
 
-    def _run_handshake(self, deadline: Deadline) -> Dict[str, Any]:
-        answer = self._request(INITIALIZE, self._initialize_params, deadline)
+    def _run_handshake(self, budget: Budget) -> Dict[str, Any]:
+        # On the handshake's thread: the request has no deadline of its own; it is waited for within the budget.
+        rpc = self.rpc
+        future = rpc.request(INITIALIZE, self._initialize_params, timeout=None)
+        answer = budget.wait_for(future, INITIALIZE, lambda pending: rpc.cancel(pending, "The deadline passed"))
         result: Dict[str, Any] = answer if isinstance(answer, dict) else {}
         version = result.get("protocolVersion")
         if version != PROTOCOL_VERSION or isinstance(version, bool):
@@ -143,19 +136,18 @@ class AgentConnection:
 
     def ready(self, deadline: Deadline) -> None:
         """Run the handshake unless it succeeded already (raises as ``initialize``)."""
-        if not _succeeded(self._handshake):
+        if not self._handshake.succeeded():
             self.initialize(deadline)
 
     @property
     def initialized(self) -> bool:
         """True once the handshake succeeded."""
-        return _succeeded(self._handshake)
+        return self._handshake.succeeded()
 
     @property
     def initialize_result(self) -> Dict[str, Any]:
         """The agent's ``initialize`` answer (``{}`` before the handshake succeeded)."""
-        handshake = self._handshake
-        return handshake.result() if handshake is not None and _succeeded(handshake) else {}
+        return self._handshake.result() or {}
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -216,6 +208,7 @@ class AgentConnection:
         with self._lock:
             self._closing = True
         self.rpc.close()
+        self._handshake.close()
 
 
 def _transport_for(
@@ -232,10 +225,6 @@ def _transport_for(
     if not isinstance(target, Transport):
         raise TypeError(f"expected a command or a transport, not {type(target).__name__}")
     return target
-
-
-def _succeeded(handshake: Optional[Future[Dict[str, Any]]]) -> bool:
-    return handshake is not None and handshake.done() and not handshake.cancelled() and handshake.exception() is None
 
 
 __all__ = ["HANDLER_WORKERS", "RESULT_GRACE_S", "AgentConnection", "Command"]

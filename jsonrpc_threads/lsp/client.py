@@ -57,6 +57,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, check_timeout
+from .._flight import as_call_timeout
 from .._version import __version__
 from ..client import DEFAULT_HANDLER_WORKERS, JsonRpcClient, Timeout
 from ..errors import RequestTimeout, TransportClosed
@@ -66,7 +67,7 @@ from .capabilities import SYNC_NONE, SyncOptions, client_capabilities, negotiate
 from .diagnostics import PUBLISH_METHOD, DiagnosticsBoard
 from .documents import DocumentStore
 from .editing import DocumentCalls
-from .handshake import INITIALIZED_SEND_TIMEOUT_S, Handshake, call_within, whole
+from .handshake import INITIALIZED_SEND_TIMEOUT_S, Handshake, call_within
 from .positions import DEFAULT_ENCODING, UTF16
 from .progress import PROGRESS_METHOD, ProgressCallback, ProgressRouter
 from .queries import PositionQueries
@@ -400,7 +401,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
                 "workspace/didChangeConfiguration", {"settings": self._server.settings}, timeout=deadline.remaining()
             )
         except RequestTimeout as exc:
-            raise whole(exc, deadline) from None
+            raise as_call_timeout(exc, deadline) from None
 
     # -- plain JSON-RPC -----------------------------------------------------------------------
 
@@ -445,7 +446,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
         try:
             self._rpc.notify(method, params, timeout=deadline.remaining())
         except RequestTimeout as exc:
-            raise whole(exc, deadline) from None
+            raise as_call_timeout(exc, deadline) from None
 
     # -- internals ----------------------------------------------------------------------------------
 

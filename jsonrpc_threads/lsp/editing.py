@@ -23,13 +23,14 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout
+from .._flight import as_call_timeout
 from .._logs import get_logger
 from ..client import JsonRpcClient
 from ..errors import RequestTimeout
 from .capabilities import SYNC_NONE, SyncOptions
 from .diagnostics import DiagnosticsBoard
 from .documents import DocumentStore, language_id_for
-from .handshake import Handshake, call_deadline, whole
+from .handshake import Handshake, call_deadline
 from .positions import offset_from_position, position_from_offset
 from .uris import PathOrUri, as_uri, uri_to_path
 
@@ -167,7 +168,7 @@ class DocumentCalls:
                 try:
                     self._rpc.notify(method, params, timeout=deadline.remaining())
                 except RequestTimeout as exc:
-                    raise whole(exc, deadline) from None
+                    raise as_call_timeout(exc, deadline) from None
             else:
                 logger.debug("%s not sent: the server's textDocumentSync asks for none", method)
         finally:

@@ -36,6 +36,7 @@ from concurrent.futures import CancelledError, Future
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from .._deadlines import Deadline
+from .._flight import as_call_timeout
 from ..cancellation import mcp_cancellation
 from ..client import JsonRpcClient
 from ..errors import RemoteError, RequestId, RequestTimeout, SessionExpired
@@ -217,7 +218,7 @@ class McpConnection:
                     try:
                         return self._rpc.call(method, params, timeout=deadline.remaining())
                     except RequestTimeout as exc:
-                        raise _naming_whole(exc, deadline.timeout) from None
+                        raise as_call_timeout(exc, deadline) from None
                 return self._send(method, params, deadline, None, progress, tracker)
             except SessionExpired:
                 self.handshake.renew(generation, deadline)
@@ -263,7 +264,7 @@ class McpConnection:
             try:
                 return rpc.call(method, params, timeout=deadline.remaining(), headers=headers)
             except RequestTimeout as exc:
-                raise _naming_whole(exc, deadline.timeout) from None
+                raise as_call_timeout(exc, deadline) from None
         if tracker is not None and tracker.cancelled():
             raise CancelledError()
         token = route = None
@@ -288,7 +289,7 @@ class McpConnection:
         except RequestTimeout as exc:
             if window is not None and exc.timeout == window:
                 raise  # no progress within the sliding timeout
-            raise _naming_whole(exc, sliding if sliding is not None else deadline.timeout) from None
+            raise as_call_timeout(exc, sliding if sliding is not None else deadline) from None
         finally:
             if token is not None:
                 self.progress.close(token)
@@ -313,13 +314,6 @@ class McpConnection:
         if self.handshake.era == protocol.MODE_STATELESS and self.over_http():
             return None
         return mcp_cancellation(request_id, reason)
-
-
-def _naming_whole(exc: RequestTimeout, whole: Optional[float]) -> RequestTimeout:
-    """``exc``, or its twin naming ``whole``: a step had what was left, the message names the whole call's timeout."""
-    if exc.timeout == whole:
-        return exc
-    return RequestTimeout(exc.method, exc.request_id, whole, exc.hint)
 
 
 def _entered(deadline: Deadline) -> float:

@@ -10,7 +10,7 @@ makes through its hooks.  In the session era over HTTP, a 404 on a known
 session (``SessionExpired``) starts a new session
 (``Handshake.renew``), once however many requests saw it.
 
-Deadlines.  Negotiation and renewal are shared steps (``flight``): one
+Deadlines.  Negotiation and renewal are shared steps (``SingleFlight``): one
 flight on a thread of its own, each caller waiting with its own deadline,
 the flight's budget the latest of theirs; every request of the step spends
 what is left of that budget and starts no timeout of its own.  In
@@ -40,6 +40,7 @@ import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Set
 
 from .._deadlines import Deadline
+from .._flight import Budget, SingleFlight
 from ..client import JsonRpcClient
 from ..errors import INVALID_REQUEST, HttpError, JsonRpcError, RemoteError, RequestTimeout
 from ..transports.base import Transport
@@ -47,7 +48,6 @@ from . import protocol
 from .cache import ResultCache
 from .client_features import ClientFeatures
 from .errors import ProtocolVersionError, UnsupportedProtocolVersion
-from .flight import Budget, SharedStep
 from .stateless import StatelessRequests
 from .transport_roles import RevisionBound, SessionTransport, legacy_transport_for, session_of
 
@@ -123,7 +123,12 @@ class Handshake:
         self._legacy_sse_fallback = legacy_sse_fallback
         self._on_settled = on_settled
         self._label = label
-        self._step: SharedStep[Dict[str, Any]] = SharedStep(label)
+        self._step: SingleFlight[Dict[str, Any]] = SingleFlight(
+            f"jsonrpc-mcp-handshake[{label}]",
+            what="the handshake",
+            doing="the handshake",
+            closed_message="MCP client closed",
+        )
         # _lock guards _adjust and _quiet.
         self._lock = threading.Lock()
         self._adjust: Dict[str, int] = {}  # stats() corrections (see the module docstring)
@@ -150,7 +155,7 @@ class Handshake:
         """
         if self.settled:
             return self.init_result
-        return self._step.join(deadline, self._negotiate, "the handshake")
+        return self._step.join(deadline, self._negotiate, what="the handshake")
 
     def renew(self, generation: int, deadline: Deadline) -> None:
         """Start a new session after ``generation`` expired (one flight), within ``deadline``.
@@ -159,7 +164,7 @@ class Handshake:
             As ``settle``.
         """
         if self.generation == generation:
-            self._step.join(deadline, functools.partial(self._renewal, generation), "the session's renewal")
+            self._step.join(deadline, functools.partial(self._renewal, generation), what="the session's renewal")
 
     def is_quiet(self, request_id: Any) -> bool:
         """True for a request whose cancellation the server must not be told of (``initialize``)."""

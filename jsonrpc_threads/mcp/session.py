@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union, cast
 from .. import __version__
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
+from .._flight import Budget
 from ..client import JsonRpcClient
 from ..transports.base import Transport
 from ..transports.config import ServerConfig, build_transport, transport_from_config
@@ -46,7 +47,6 @@ from .cache import ResultCache, stale_resource_then, stale_then
 from .catalog import MAX_PAGES, CatalogCalls
 from .client_features import ClientFeatures, Handler, Roots, server_logger
 from .connection import McpConnection
-from .flight import Budget
 from .handshake import DISCOVER_PROBE_TIMEOUT_S, LEGACY_SSE_STATUSES, LISTEN_OPEN_WAIT_S
 from .leases import Leases
 from .progress import Progress, ProgressCallback

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout
+from .._flight import as_call_timeout
 from ..errors import RequestTimeout
 from .errors import ProtocolError, SkillVerificationError
 
@@ -177,9 +178,7 @@ def _request(client: CatalogCalls, method: str, params: Dict[str, Any], deadline
     try:
         return client.request(method, params, timeout=deadline.remaining())
     except RequestTimeout as exc:
-        if exc.timeout == deadline.timeout:
-            raise
-        raise RequestTimeout(exc.method, exc.request_id, deadline.timeout, exc.hint) from None
+        raise as_call_timeout(exc, deadline) from None
 
 
 def _get_skill(client: CatalogCalls, uri: str, deadline: Deadline) -> Dict[str, Any]:

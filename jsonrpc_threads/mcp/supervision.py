@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from .._deadlines import Deadline, check_timeout
+from .._flight import as_call_timeout
 from ..client import JsonRpcClient
 from ..errors import JsonRpcError, RequestTimeout, TransportClosed
 from ..observe import ToolTracing, WireMessage, add_close_listener, trace_wire
@@ -185,7 +186,7 @@ def start_session(
             client.initialize(timeout=deadline.remaining())
             listing = client.listing("tools/list", timeout=deadline.remaining())
         except RequestTimeout as exc:  # it had what was left of the start's timeout: name the whole
-            raise RequestTimeout(exc.method, exc.request_id, deadline.timeout, exc.hint) from None
+            raise as_call_timeout(exc, deadline) from None
         _open_listen_stream(client)
     except BaseException:
         if client is not None:

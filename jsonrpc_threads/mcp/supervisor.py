@@ -35,10 +35,10 @@ from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
 from .._deadlines import Deadline
+from .._flight import as_call_timeout, wait_for_outcome
 from ..errors import ConfigError, JsonRpcError, RequestTimeout, TransportClosed
 from ..transports.config import ServerConfig
 from .errors import ServerUnavailable, UnknownTool
-from .flight import wait_for_outcome
 from .progress import ProgressCallback
 from .server_state import FAILED, IDLE, RESTARTING, RUNNING, STARTING, STATES, ServerState, Stop
 from .session import McpClient
@@ -243,7 +243,7 @@ class ServerSupervisor:
         try:
             listing = client.listing("tools/list", timeout=deadline.remaining())
         except RequestTimeout as exc:
-            raise _whole(exc, deadline) from None
+            raise as_call_timeout(exc, deadline) from None
         if self._state.is_current(client):
             self.cache.store(cast(List[Tool], listing.items), changes, listing.expires_at)
             self._on_listed()
@@ -298,7 +298,7 @@ class ServerSupervisor:
         try:
             return client.call_tool(tool, arguments, timeout=deadline.remaining(), on_progress=on_progress, meta=meta)
         except RequestTimeout as exc:  # it had what was left of the call's timeout: name the whole
-            raise _whole(exc, deadline) from None
+            raise as_call_timeout(exc, deadline) from None
         finally:
             client.leases.release()
 
@@ -436,13 +436,6 @@ class ServerSupervisor:
 
     def __repr__(self) -> str:
         return f"<ServerSupervisor {self.name!r} {self._state.state}>"
-
-
-def _whole(exc: RequestTimeout, deadline: Deadline) -> RequestTimeout:
-    """``exc`` naming the whole call's timeout (the step had only what was left of it)."""
-    if exc.timeout == deadline.timeout:
-        return exc
-    return RequestTimeout(exc.method, exc.request_id, deadline.timeout, exc.hint)
 
 
 __all__ = [
