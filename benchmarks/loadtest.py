@@ -250,6 +250,7 @@ def stop_session(proc: subprocess.Popen[bytes], drain: threading.Thread) -> Tupl
             left.kill()
         except psutil.Error:
             pass
+    psutil.wait_procs(alive, timeout=5.0)  # reaped too, where they became ours (a subreaper adopts orphans)
     drain.join(5.0)
     if proc.stderr is not None:
         proc.stderr.close()
