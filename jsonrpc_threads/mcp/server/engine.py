@@ -201,7 +201,7 @@ class Engine:
         self.skills = skills if skills is not None else SkillSet()
         self.listeners = Listeners()
         self.tasks = TaskTable(notify=self.listeners.task_changed)
-        self.runs = Runs(catalog, seal, self.tasks)
+        self.runs = Runs(catalog, seal, self.tasks, self._require)
 
     # -- capabilities ---------------------------------------------------------------------
 

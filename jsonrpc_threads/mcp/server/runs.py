@@ -29,7 +29,8 @@ import threading
 from typing import Any, Callable, Dict, List, Optional
 
 from ..._deadlines import Deadline
-from ...errors import InvalidParams, JsonRpcError, MethodNotFound
+from ...errors import InvalidParams, JsonRpcError
+from .content import error_result
 from .context import Context, Exchange, InputRequired, MissingClientCapability
 from .definitions import Catalog, ToolDefinition
 from .request_state import StateSeal, arguments_digest
@@ -44,11 +45,6 @@ logger = logging.getLogger("jsonrpc_threads.mcp.server")
 RESOURCE_NOT_FOUND_SESSION = -32002
 
 
-def _require(catalog: Catalog, kind: str) -> None:
-    if not catalog.has(kind):
-        raise MethodNotFound(f"this server offers no {kind}")
-
-
 class Runs:
     """Runs user functions for requests.  Thread-safe.
 
@@ -58,8 +54,9 @@ class Runs:
         tasks: the server's tasks (the tasks extension).
     """
 
-    def __init__(self, catalog: Catalog, seal: StateSeal, tasks: TaskTable) -> None:
+    def __init__(self, catalog: Catalog, seal: StateSeal, tasks: TaskTable, require: Callable[[str], None]) -> None:
         self._catalog = catalog
+        self._require = require  # the engine's: MethodNotFound when the server offers nothing of a kind
         self._seal = seal
         self._tasks = tasks
 
@@ -82,7 +79,7 @@ class Runs:
         binding = arguments_digest(method, name, arguments or {})
         if exchange.stateless:
             exchange.input_responses = self._answers_so_far(params, binding)
-        tool = self._catalog.tool(name) if method == "tools/call" and self._catalog.has("tools") else None
+        tool = self._catalog.tool(name) if method == "tools/call" else None
         try:
             if tool is not None and tool.task_support is not None:
                 return self._as_task(tool, arguments, exchange)
@@ -131,9 +128,9 @@ class Runs:
     ) -> Callable[[], Dict[str, Any]]:
         context = Context(exchange)
         if method == "tools/call":
-            tool = self._catalog.tool(name) if self._catalog.has("tools") else None
+            tool = self._catalog.tool(name)
             if tool is None:
-                _require(self._catalog, "tools")
+                self._require("tools")
                 raise InvalidParams(f"Unknown tool: {name}", {"name": name})
             if tool.timeout is not None:
                 exchange.deadline = Deadline.after(tool.timeout)
@@ -142,14 +139,14 @@ class Runs:
                 try:
                     kwargs = tool.bind(arguments)
                 except ArgumentError as exc:
-                    return _error_result(f"Invalid arguments for tool {name!r}: {exc}")
+                    return error_result(f"Invalid arguments for tool {name!r}: {exc}")
                 return self._tool_outcome(name, lambda: tool.run(kwargs, context), exchange)
 
             return call_tool
         if method == "prompts/get":
-            prompt = self._catalog.prompt(name) if self._catalog.has("prompts") else None
+            prompt = self._catalog.prompt(name)
             if prompt is None:
-                _require(self._catalog, "prompts")
+                self._require("prompts")
                 raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
 
             def get_prompt() -> Dict[str, Any]:
@@ -160,7 +157,7 @@ class Runs:
                     raise InvalidParams(f"Invalid arguments for prompt {name!r}: {exc}") from None
 
             return get_prompt
-        found = self._catalog.find_resource(name) if self._catalog.has("resources") else None
+        found = self._catalog.find_resource(name)
         if found is None:
             code = -32602 if exchange.stateless else RESOURCE_NOT_FOUND_SESSION
             raise JsonRpcError(code, f"Resource not found: {name}", {"uri": name})
@@ -188,14 +185,10 @@ class Runs:
             if isinstance(exc, JsonRpcError) and exchange.task_id is not None:
                 raise  # in a task, a protocol error: the task fails with it
             logger.warning("tool %r failed: %s: %s", name, type(exc).__name__, exc, exc_info=True)
-            return _error_result(str(exc) or type(exc).__name__)
+            return error_result(str(exc) or type(exc).__name__)
         except BaseException as exc:
             logger.error("tool %r raised %s", name, type(exc).__name__, exc_info=True)
             raise JsonRpcError(-32603, f"tool {name!r} ended with {type(exc).__name__}") from exc
-
-
-def _error_result(message: str) -> Dict[str, Any]:
-    return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
 def run_user(call: Callable[[], Any]) -> Any:
@@ -243,7 +236,7 @@ def _with_deadline(
     if not done.wait(seconds):
         cancelled.set()
         logger.warning("tool %r did not finish within its timeout of %ss; answered as timed out", name, seconds)
-        return _error_result(f"tool {name!r} timed out after {seconds:g}s")
+        return error_result(f"tool {name!r} timed out after {seconds:g}s")
     if "error" in box:
         raise box["error"]
     result: Dict[str, Any] = box["result"]
