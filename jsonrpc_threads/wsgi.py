@@ -66,7 +66,7 @@ from .messages import ErrorResponse, Notification, Request, Response, decode, en
 from .runtime.dispatch import answer_request, run_notification
 from .serving.connection import ServerConnection
 from .serving.context import handling
-from .serving.http_guard import ANY_HOST, LOOPBACK_HOSTS, HostGuard, read_body
+from .serving.http_guard import ANY_HOST, LOOPBACK_HOSTS, HostGuard, read_body, send_json
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
@@ -200,25 +200,25 @@ class JsonRpcApp:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """Answer one HTTP request (the WSGI entry point)."""
         if self.path is not None and environ.get("PATH_INFO", "") != self.path:
-            return _send(start_response, _NOT_FOUND, b"")
+            return send_json(start_response, _NOT_FOUND, b"")
         if environ.get("REQUEST_METHOD") != "POST":
-            return _send(start_response, _NOT_ALLOWED, b"", [("Allow", "POST")])
+            return send_json(start_response, _NOT_ALLOWED, b"", [("Allow", "POST")])
         if not self._guard.host_allowed(environ):
             logger.warning(
                 "refused a POST naming host %.100r (from %s): not an allowed host",
                 environ.get("HTTP_HOST"),
                 environ.get("REMOTE_ADDR"),
             )
-            return _send(start_response, _MISDIRECTED, b"")
+            return send_json(start_response, _MISDIRECTED, b"")
         if not self._guard.origin_allowed(environ):
             logger.warning("refused a POST from origin %.100r", environ.get("HTTP_ORIGIN"))
-            return _send(start_response, _FORBIDDEN, b"")
+            return send_json(start_response, _FORBIDDEN, b"")
         body, refusal = read_body(environ, self.max_body_bytes)
         if refusal is not None:
             status, error = refusal
-            return _send(start_response, status, encode(error_message(None, error)) if error else b"")
+            return send_json(start_response, status, encode(error_message(None, error)) if error else b"")
         status, answer = self.answer(body, environ)
-        return _send(start_response, status, answer)
+        return send_json(start_response, status, answer)
 
     def answer(self, body: bytes, environ: Optional[WSGIEnvironment] = None) -> Tuple[str, bytes]:
         """The HTTP status and body that answer one POST body (what ``__call__`` sends).
@@ -279,17 +279,6 @@ class JsonRpcApp:
 
     def __repr__(self) -> str:
         return f"<JsonRpcApp {getattr(self.handler, '__name__', self.handler)!r}>"
-
-
-def _send(
-    start_response: StartResponse, status: str, body: bytes, headers: Optional[List[Tuple[str, str]]] = None
-) -> List[bytes]:
-    response_headers = [("Content-Length", str(len(body)))]
-    if body:
-        response_headers.append(("Content-Type", JSON_CONTENT_TYPE))
-    response_headers.extend(headers or ())
-    start_response(status, response_headers)
-    return [body]
 
 
 def make_app(handler: Handler, **options: Any) -> JsonRpcApp:

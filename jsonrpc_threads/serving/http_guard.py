@@ -1,4 +1,4 @@
-"""What every HTTP server of this package checks before it reads a request: the host, the origin, the body.
+"""What every HTTP server of this package checks of a request (host, origin, body), and its JSON answer.
 
 Theory of operation.  MCP asks servers on HTTP to defend against DNS
 rebinding.  A page whose own name its attacker made resolve to ``127.0.0.1``
@@ -18,6 +18,8 @@ browser's: browsers send both) passes.
 ``Content-Length``, or to its end where the server terminates the input
 (chunked uploads); a body over the limit is refused before it is read.
 
+``send_json`` answers with one JSON body (or none), its length given.
+
 Used by ``jsonrpc_threads.wsgi.JsonRpcApp`` and by McpServer's WSGI app.
 
 Thread-safety: ``HostGuard`` is immutable; the functions are pure but for
@@ -26,7 +28,7 @@ reading the request's input stream.
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import InvalidRequest, JsonRpcError
 
@@ -37,6 +39,7 @@ __all__ = [
     "host_name",
     "is_loopback_address",
     "read_body",
+    "send_json",
 ]
 
 #: The names (any port) a request arriving over loopback may give as ``Host`` when
@@ -125,6 +128,18 @@ def read_body(environ: Mapping[str, Any], limit: int) -> Tuple[bytes, Optional[R
     if len(body) > limit:
         return b"", ("413 Content Too Large", too_large)
     return body, None
+
+
+def send_json(
+    start_response: Callable[..., Any], status: str, body: bytes, headers: Sequence[Tuple[str, str]] = ()
+) -> List[bytes]:
+    """Start a response of ``status`` with ``body`` (JSON; empty: no ``Content-Type``) and ``headers``; its iterable."""
+    response_headers = [("Content-Length", str(len(body)))]
+    if body:
+        response_headers.append(("Content-Type", "application/json"))
+    response_headers.extend(headers)
+    start_response(status, response_headers)
+    return [body]
 
 
 def host_name(host: str) -> str:

@@ -53,7 +53,7 @@ from ... import _fork
 from ...errors import InvalidRequest, JsonRpcError, ParseError
 from ...messages import decode, encode, error_message, is_valid_id, response_message
 from ...runtime.workers import WorkerPool
-from ...serving.http_guard import HostGuard, read_body
+from ...serving.http_guard import HostGuard, read_body, send_json
 from ..protocol import SESSION_PROTOCOL_VERSIONS
 from .engine import Engine, Incoming, is_stateless_request
 from .event_log import FINAL, MESSAGE, EventLog
@@ -84,18 +84,8 @@ RESUMABLE_SINCE = "2025-11-25"
 StartResponse = Callable[..., Any]
 
 
-def _json(
-    start_response: StartResponse, status: str, body: bytes, headers: Sequence[Tuple[str, str]] = ()
-) -> List[bytes]:
-    out = [("Content-Length", str(len(body)))]
-    if body:
-        out.append(("Content-Type", "application/json"))
-    start_response(status, out + list(headers))
-    return [body]
-
-
 def _error(start_response: StartResponse, status: str, request_id: Any, error: JsonRpcError) -> List[bytes]:
-    return _json(start_response, status, encode(error_message(request_id, error)))
+    return send_json(start_response, status, encode(error_message(request_id, error)))
 
 
 def _sse_event(message: Dict[str, Any], event_id: int) -> bytes:
@@ -179,7 +169,7 @@ class McpWsgiApp:
     def __call__(self, environ: Dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """Answer one HTTP request."""
         if self.path is not None and environ.get("PATH_INFO", "") != self.path:
-            return _json(start_response, "404 Not Found", b"")
+            return send_json(start_response, "404 Not Found", b"")
         if not self._guard.host_allowed(environ):
             logger.warning("refused a request naming host %.100r: not an allowed host", environ.get("HTTP_HOST"))
             return _error(
@@ -197,7 +187,7 @@ class McpWsgiApp:
             return self._get(environ, start_response)
         if method == "DELETE":
             return self._delete(environ, start_response)
-        return _json(start_response, "405 Method Not Allowed", b"", [("Allow", "GET, POST, DELETE")])
+        return send_json(start_response, "405 Method Not Allowed", b"", [("Allow", "GET, POST, DELETE")])
 
     # -- POST -------------------------------------------------------------------------------
 
@@ -210,7 +200,7 @@ class McpWsgiApp:
         body, refusal = read_body(environ, self.max_body_bytes)
         if refusal is not None:
             status, problem = refusal
-            return _error(start_response, status, None, problem) if problem else _json(start_response, status, b"")
+            return _error(start_response, status, None, problem) if problem else send_json(start_response, status, b"")
         try:
             message = decode(body)
         except ParseError as exc:
@@ -244,7 +234,7 @@ class McpWsgiApp:
             return _error(start_response, "400 Bad Request", message.get("id"), InvalidRequest("bad method or params"))
         if "id" not in message:
             self._engine.notification(method, params, session)
-            return _json(start_response, "202 Accepted", b"")
+            return send_json(start_response, "202 Accepted", b"")
         request_id = message["id"]
         if not is_valid_id(request_id) or request_id is None:
             return _error(
@@ -276,7 +266,7 @@ class McpWsgiApp:
             return _error(start_response, "400 Bad Request", message.get("id"), InvalidRequest("no method, no result"))
         if session is None or not session.questions.answer(message):
             logger.debug("an answer to no question of this server (id %r): ignored", message.get("id"))
-        return _json(start_response, "202 Accepted", b"")
+        return send_json(start_response, "202 Accepted", b"")
 
     def _run(
         self,
@@ -310,7 +300,7 @@ class McpWsgiApp:
         extra = [("Mcp-Session-Id", session.id)] if (method == "initialize" and session and session.id) else []
         if self.json_response:
             status, body = self._answer(incoming, stateless)
-            return _json(start_response, status, body, extra)
+            return send_json(start_response, status, body, extra)
         if session is not None:
             session.running(request_id, incoming.cancelled)
             session.keep_log(log.key, log)
@@ -320,7 +310,7 @@ class McpWsgiApp:
             if session is not None:
                 session.finished(request_id)
             status, body = first[1]
-            return _json(start_response, status, body, extra)
+            return send_json(start_response, status, body, extra)
         start_response("200 OK", _SSE_HEADERS + extra)
         resumable = session is not None and (session.protocol_version or "") >= RESUMABLE_SINCE
         return self._stream(log, 0, incoming, session, resumable)
@@ -394,7 +384,7 @@ class McpWsgiApp:
         headers = _headers_of(environ)
         session_id = headers.get("mcp-session-id")
         if session_id is None:
-            return _json(start_response, "405 Method Not Allowed", b"", [("Allow", "POST")])
+            return send_json(start_response, "405 Method Not Allowed", b"", [("Allow", "POST")])
         if "text/event-stream" not in headers.get("accept", "text/event-stream"):
             return _error(
                 start_response, "406 Not Acceptable", None, InvalidRequest("GET needs Accept: text/event-stream")
@@ -442,10 +432,10 @@ class McpWsgiApp:
     def _delete(self, environ: Dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         session_id = _headers_of(environ).get("mcp-session-id")
         if session_id is None:
-            return _json(start_response, "405 Method Not Allowed", b"", [("Allow", "POST")])
+            return send_json(start_response, "405 Method Not Allowed", b"", [("Allow", "POST")])
         if not self._sessions.close(session_id):
             return _error(start_response, "404 Not Found", None, JsonRpcError(-32001, "Session not found"))
-        return _json(start_response, "200 OK", b"")
+        return send_json(start_response, "200 OK", b"")
 
 
 #: Every app of this process, renewed in a forked child (gunicorn ``--preload``, ``multiprocessing``).
