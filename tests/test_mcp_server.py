@@ -8,6 +8,7 @@ change notifications), each in both eras where both have it.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -440,3 +441,15 @@ def test_an_mcp_clients_repr_says_what_it_is_and_where() -> None:
     with client:
         assert "2026-07-28" in repr(client) and "'test-server'" in repr(client)
     assert repr(client).endswith("closed>")
+
+
+def test_a_state_rewritten_as_valid_json_under_the_old_signature_is_refused(raw: JsonRpcClient) -> None:
+    """The signature, not the encoding, protects the state: a well-formed forgery is refused too."""
+    state = call_greet(raw)["requestState"]
+    body, signature = state.split(".")
+    payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    payload["a"] = {"who": {"action": "accept", "content": {"name": "mallory"}}}
+    forged = base64.urlsafe_b64encode(json.dumps(payload).encode()).rstrip(b"=").decode() + "." + signature
+    with pytest.raises(RemoteError) as caught:
+        call_greet(raw, requestState=forged)
+    assert caught.value.code == -32602 and "integrity" in caught.value.message
