@@ -110,14 +110,18 @@ node-deps: $(NODE_STAMP)
 # of interpreters (its peers, the snippets) that would each compile the package again.
 TEST_WORKERS ?= 4
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS)
-# The fast tier: what needs no Node, no browser and no third-party peer (tests/conftest.py, NEEDS).
-FAST_TIER := not node and not browser and not thirdparty and not soak
+# The fast tier is the pure one: no child process, no socket, no Node, browser or third-party
+# package (tests/conftest.py, NEEDS); tests/tiers.py fails a test of it that starts a process or
+# opens a socket. It runs on two workers (its tests wait on threads, not on peers), and its
+# property and race tests on a fifth of their cases (JSONRPC_TESTS_TIER=fast, tests/tiers.py).
+FAST_TIER := not peer and not node and not browser and not thirdparty and not soak
+FAST_WORKERS ?= 2
 
 test: $(STAMP) browser $(if $(NPM),$(NODE_STAMP))
 	$(PYTEST)
 
 test-fast: $(STAMP)
-	$(PYTEST) -m "$(FAST_TIER)"
+	JSONRPC_TESTS_TIER=fast PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(FAST_WORKERS) -m "$(FAST_TIER)"
 
 conformance: $(STAMP) $(NODE_STAMP)
 	@passed=0; for scenario in $(CONFORMANCE_SCENARIOS); do \

@@ -31,6 +31,8 @@ from jsonrpc_threads.errors import (
 )
 from jsonrpc_threads.framing import LineDecoder
 
+from .tiers import budget
+
 
 def wire(value: Any) -> bytes:
     return json.dumps(value).encode()
@@ -385,7 +387,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300), deadline=None)
 @given(steps, st.booleans())
 def test_each_request_is_reported_once_whatever_the_order(plan: List[Step], close_at_end: bool) -> None:
     connection = Connection()

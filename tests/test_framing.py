@@ -19,6 +19,8 @@ from jsonrpc_threads.framing import (
     encode_line,
 )
 
+from .tiers import budget
+
 Frame = Any
 
 Decoder = Any
@@ -48,7 +50,6 @@ json_texts = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=6,
 ).map(lambda value: json.dumps({"jsonrpc": "2.0", "id": 1, "result": value}, ensure_ascii=False).encode())
-
 
 # -- lines --------------------------------------------------------------------------------
 
@@ -100,7 +101,7 @@ def test_encode_line_refuses_a_newline() -> None:
         encode_line(b"{\n}")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(json_texts, max_size=6), st.lists(st.integers(min_value=0, max_value=400), max_size=5))
 def test_lines_any_split_same_messages(messages: List[bytes], cuts: List[int]) -> None:
     data = b"".join(encode_line(m) for m in messages)
@@ -176,14 +177,14 @@ def test_a_message_cut_by_the_end_of_the_stream_is_reported() -> None:
     assert isinstance(note, FramingError)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(json_texts, max_size=6), st.lists(st.integers(min_value=0, max_value=500), max_size=5))
 def test_content_length_any_split_same_messages(messages: List[bytes], cuts: List[int]) -> None:
     data = b"".join(encode_content_length(m) for m in messages)
     assert decode_in_pieces(lambda: ContentLengthDecoder(1 << 20), data, cuts) == messages
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300), st.lists(st.integers(min_value=0, max_value=300), max_size=4))
 def test_content_length_never_raises_on_any_bytes(data: bytes, cuts: List[int]) -> None:
     good = b'{"after":"garbage"}'
@@ -316,7 +317,7 @@ def test_sse_a_cut_event_is_dropped_and_end_starts_over() -> None:
 sse_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n\x00"), max_size=12)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.tuples(
@@ -352,7 +353,7 @@ def test_sse_any_split_same_events(events: List[Any], newline: bytes, cuts: List
     assert sse_in_pieces(stream, cuts, 10_000) == expected
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.binary(max_size=80), max_size=10),
     st.integers(min_value=1, max_value=100),
@@ -468,7 +469,7 @@ def test_sse_finding_response_ids_never_holds_an_oversized_event_whole() -> None
     assert note.response_ids == (5,) and note.size == len(b'{"result": "') + 2000 + 100 * 10_000 + len(b'", "id": 5}')
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.binary(max_size=80), max_size=10), st.integers(min_value=1, max_value=100))
 def test_sse_finding_response_ids_yields_the_same_events_and_one_note_per_oversized_event(
     chunks: List[bytes], limit: int

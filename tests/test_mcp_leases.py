@@ -11,9 +11,11 @@ import pytest
 from jsonrpc_threads.errors import TransportClosed
 from jsonrpc_threads.mcp.leases import Leases
 
+from .tiers import budget
+
 JOIN_S = 30.0
 #: Races run by the thread test, and the threads taking leases in each.
-TRIALS = 30
+TRIALS = budget(30)
 CALLERS = 3
 
 

@@ -12,6 +12,8 @@ from jsonrpc_threads import messages
 from jsonrpc_threads.errors import InvalidParams, InvalidRequest, ParseError
 from jsonrpc_threads.messages import ErrorResponse, Notification, Request, Response, parse_message
 
+from .tiers import budget
+
 
 def test_request_and_notification_builders() -> None:
     assert messages.request_message(1, "m", [1]) == {"jsonrpc": "2.0", "id": 1, "method": "m", "params": [1]}
@@ -103,7 +105,7 @@ def test_encode_refuses_nan_and_decode_insists_on_utf8() -> None:
         messages.decode('{"a": 1}'.encode("utf-16"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300), deadline=None)
 @given(
     st.integers(min_value=0, max_value=2**63),
     st.text(max_size=10),

@@ -17,6 +17,7 @@ from jsonrpc_threads.framing import Oversized, SseDecoder
 from jsonrpc_threads.server import serve
 
 from .conftest import peer_command
+from .tiers import budget
 
 json_scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text()
@@ -41,7 +42,7 @@ envelopes = st.fixed_dictionaries(
     },
 )
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=budget(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -121,7 +122,7 @@ def _well_formed(answer: Any) -> bool:
     return True
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.binary(max_size=60), envelopes.map(lambda o: json.dumps(o).encode())), max_size=8))
 def test_server_loop_answers_any_input_and_keeps_going(lines: List[bytes]) -> None:
     # Whatever comes first, a valid request at the end is still answered.
@@ -152,7 +153,7 @@ class _RecordingTransport:
         pass
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.one_of(st.binary(max_size=60), st.one_of(envelopes, json_values).map(lambda o: json.dumps(o).encode())),
@@ -247,7 +248,7 @@ def test_stdio_framing_of_any_bytes_through_a_real_pipe() -> None:
     transport.start(sink)
     counter = itertools.count()
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=budget(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(framing_chunks)
     def check(chunks: List[bytes]) -> None:
         marker = b"marker-%d" % next(counter)

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 from jsonrpc_threads.framing.response_ids import MAX_DEPTH, MAX_ID_BYTES, ResponseIdScan, response_ids
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+from .tiers import budget
+
+SETTINGS = settings(max_examples=budget(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def oracle(text: bytes) -> Tuple[Any, ...]:

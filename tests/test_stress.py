@@ -24,9 +24,10 @@ from jsonrpc_threads.core.futures import RequestFuture
 
 from .conftest import peer_command
 from .helpers import MemoryPeer, Message, error, response, scripted
+from .tiers import budget
 
 SEED = int(os.environ.get("JSONRPC_STRESS_SEED", random.SystemRandom().randrange(1 << 32)))
-REQUESTS = int(os.environ.get("JSONRPC_STRESS_REQUESTS", "100000"))
+REQUESTS = int(os.environ.get("JSONRPC_STRESS_REQUESTS", budget(100000)))
 THREADS = 8
 #: Every future must have settled this long after the last request was made.
 SETTLE_WAIT_S = 60.0
