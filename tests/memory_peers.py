@@ -1,0 +1,145 @@
+"""The suite's own peers (tests/peers/), run in this process over a ``MemoryTransport`` pair: the pure tier's peers.
+
+Not a test module.  Theory of operation: a peer of ``tests/peers/`` is a
+class whose ``handle(message)`` answers one decoded message by writing
+messages; as a child process, its ``main()`` reads them from stdin and its
+writes go to stdout.  ``PeerEnd`` runs the same class on the other end of a
+``jsonrpc_threads.testing.MemoryTransport`` pair: each message the client
+sends is decoded and handed to ``handle`` (on a thread of its own, as the
+MCP peers' ``main()`` does, or in order on the end's reader thread, as the
+language server's loop does), and what the peer writes goes back through the
+pair.  The client under test meets the same messages as over a pipe, with no
+process, no framing and no socket: the same behaviour is tested here in the
+pure tier and over the real child process in the full one.
+
+A peer's ``handle`` returning ``False`` is its exit; ``PeerEnd.crash()``
+is a crash: either closes the peer's end, which the client hears as the end
+of its stream.  ``close()`` also joins the handler threads (bounded by
+``JOIN_S``).  Thread-safe: ``write`` from any thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from jsonrpc_threads.errors import TransportClosed
+from jsonrpc_threads.testing import MemoryTransport
+
+#: How long ``close()`` waits for each handler thread still running.
+JOIN_S = 10.0
+
+
+class PeerEnd:
+    """A peer's ``handle`` on the far end of a memory pair; ``transport`` is the client's end."""
+
+    def __init__(self, handle: Callable[[Dict[str, Any]], Any], *, threaded: bool, label: str) -> None:
+        self.transport, self._end = MemoryTransport.pair(label)
+        self.peer: Any = getattr(handle, "__self__", None)  # the peer object whose handle this is
+        self._handle = handle
+        self._threaded = threaded
+        self._lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._end.start(self)
+
+    def write(self, message: Dict[str, Any]) -> None:
+        """Send one message to the client (dropped once the pair is closed, as a write to a closed pipe)."""
+        try:
+            self._end.send(json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8"))
+        except TransportClosed:
+            pass
+
+    def crash(self) -> None:
+        """End the peer's output: the client hears the end of its stream, as after the process died."""
+        self._end.close()
+
+    def close(self) -> None:
+        """Close the pair and wait for the handler threads (at most ``JOIN_S`` each)."""
+        self._end.close()
+        self.transport.close()
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(JOIN_S)
+
+    # -- the sink of the peer's end --------------------------------------------------------
+
+    def message_received(self, data: bytes) -> Sequence[Any]:
+        message = json.loads(data)
+        if not self._threaded:
+            self._run(message)
+            return ()
+        thread = threading.Thread(target=self._run, args=(message,), name="memory-peer-handler", daemon=True)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
+        thread.start()
+        return ()
+
+    def _run(self, message: Dict[str, Any]) -> None:
+        if self._handle(message) is False:  # the peer's exit
+            self.crash()
+
+    def transport_closed(self, error: TransportClosed) -> None:
+        """The client closed its end: the peer's end of input."""
+
+    def requests_failed(self, request_ids: Sequence[Any], error: Exception) -> None:
+        """Part of the sink contract; the peer's end sends no requests of its own."""
+
+    def has_pending(self) -> bool:
+        return False
+
+
+def pages_peer(
+    pages: Optional[Dict[str, List[Any]]] = None,
+    *,
+    stateless: bool = False,
+    slow: float = 0.0,
+    slow_tools_list: bool = False,
+) -> PeerEnd:
+    """tests/peers/mcp_pages_peer.py's server, in memory (its flags as keywords)."""
+    from .peers.mcp_pages_peer import PagesPeer  # noqa: PLC0415 - a peer module, loaded when used
+
+    peer = PagesPeer(stateless, pages or {}, slow, slow_tools_list)
+    end = PeerEnd(peer.handle, threaded=True, label="pages-peer")
+    peer.write = end.write  # type: ignore[method-assign]
+    return end
+
+
+def lsp_fake_server(*flags: str) -> PeerEnd:
+    """tests/peers/lsp_fake_server.py's language server, in memory (its flags as arguments).
+
+    Flags about processes (``--stubborn``, ``--grandchild``, ``--slow-exit``)
+    mean nothing here: the real-peer tests keep them.
+    """
+    if "content_length_framing" not in sys.modules:  # the script imports its sibling by the script's path
+        from .peers import content_length_framing  # noqa: PLC0415
+
+        sys.modules["content_length_framing"] = content_length_framing
+    from .peers.lsp_fake_server import Server  # noqa: PLC0415
+
+    server = Server(list(flags))
+    end = PeerEnd(server.handle, threaded=False, label="lsp-fake-server")
+    server.send = end.write
+    return end
+
+
+class PeerEnds:
+    """The peer ends a test made (a registry makes one per start of a server); ``close_all`` at the end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.made: List[PeerEnd] = []
+
+    def add(self, end: PeerEnd) -> PeerEnd:
+        with self._lock:
+            self.made.append(end)
+        return end
+
+    def close_all(self) -> None:
+        with self._lock:
+            made, self.made = self.made, []
+        for end in made:
+            end.close()
