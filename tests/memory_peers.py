@@ -42,6 +42,7 @@ class PeerEnd:
         self._threaded = threaded
         self._lock = threading.Lock()
         self._threads: List[threading.Thread] = []
+        self.ended = threading.Event()  # set when the client closed its end (the peer's end of input)
         self._end.start(self)
 
     def write(self, message: Dict[str, Any]) -> None:
@@ -83,7 +84,8 @@ class PeerEnd:
             self.crash()
 
     def transport_closed(self, error: TransportClosed) -> None:
-        """The client closed its end: the peer's end of input."""
+        """The client closed its end (or the peer crashed): the peer's end of input."""
+        self.ended.set()
 
     def requests_failed(self, request_ids: Sequence[Any], error: Exception) -> None:
         """Part of the sink contract; the peer's end sends no requests of its own."""
@@ -126,14 +128,125 @@ def lsp_fake_server(*flags: str) -> PeerEnd:
     return end
 
 
+class ServedPeer:
+    """``jsonrpc_threads.server.serve(handler)`` on a thread, over the far end of a memory pair.
+
+    What ``MemoryTransport.serving`` does, with one thing more: ``crash()``
+    ends the server's output at once, as a process's exit does (the client
+    hears the end of its stream; the server's next write is a broken pipe, and
+    its loop ends).  ``transport`` is the client's end.
+    """
+
+    def __init__(self, handler: Callable[[str, Any], Any], *, label: str, max_workers: int = 4) -> None:
+        from jsonrpc_threads.server import serve  # noqa: PLC0415
+
+        self.transport, self._end = MemoryTransport.pair(label)
+        self.ended = threading.Event()  # set when the connection ended (the client closed it, or a crash)
+        # _cond guards _buffer and _input_ended: serve()'s stdin.
+        self._cond = threading.Condition()
+        self._buffer = bytearray()
+        self._input_ended = False
+        self._end.start(self)
+        self._thread = threading.Thread(
+            target=serve,
+            args=(handler,),
+            kwargs={"stdin": self, "stdout": _Output(self._end), "max_workers": max_workers, "log_to_stderr": False},
+            name=f"memory-served[{label}]",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def crash(self) -> None:
+        """End the server's output (the client hears the end of its stream) and its input."""
+        self._end.close()
+
+    def close(self) -> None:
+        """Close both ends and wait for the server's loop (at most ``JOIN_S``)."""
+        self._end.close()
+        self.transport.close()
+        self._thread.join(JOIN_S)
+
+    # -- the sink of the server's end: what the client sends becomes serve()'s input -----------------
+
+    def message_received(self, data: bytes) -> Sequence[Any]:
+        with self._cond:
+            self._buffer += data + b"\n"
+            self._cond.notify()
+        return ()
+
+    def transport_closed(self, error: TransportClosed) -> None:
+        with self._cond:
+            self._input_ended = True
+            self._cond.notify()
+        self.ended.set()
+
+    def requests_failed(self, request_ids: Sequence[Any], error: Exception) -> None:
+        """Part of the sink contract; the server's requests are serve()'s own."""
+
+    def has_pending(self) -> bool:
+        return False
+
+    def readline(self, size: int = -1) -> bytes:
+        """serve()'s stdin: the next message as a line, waiting for it; ``b""`` at the end of input."""
+        with self._cond:
+            while b"\n" not in self._buffer and not self._input_ended:
+                self._cond.wait(JOIN_S)
+            end = self._buffer.find(b"\n")
+            end = len(self._buffer) if end < 0 else end + 1
+            if size is not None and size >= 0:
+                end = min(end, size)
+            line = bytes(self._buffer[:end])
+            del self._buffer[:end]
+            return line
+
+
+class _Output:
+    """serve()'s stdout: each line written is one message to the client; a closed end is a broken pipe."""
+
+    def __init__(self, end: MemoryTransport) -> None:
+        self._end = end
+        self._partial = b""
+
+    def write(self, data: bytes) -> int:
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            try:
+                self._end.send(line)
+            except TransportClosed as exc:
+                raise BrokenPipeError(str(exc)) from None
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing is held past a newline."""
+
+
+def example_server() -> ServedPeer:
+    """The bundled example MCP server (jsonrpc_threads/examples/mcp_tool_server.py) served in memory.
+
+    Its ``crash`` tool ends the connection with no answer, as the process's
+    exit does (there is no exit code to report here).
+    """
+    from jsonrpc_threads.examples import mcp_tool_server  # noqa: PLC0415
+
+    def handle(method: str, params: Any) -> Any:
+        if method == "tools/call" and isinstance(params, dict) and params.get("name") == "crash":
+            served.crash()
+            return None  # never delivered: the output is closed
+        return mcp_tool_server.handle(method, params)
+
+    served = ServedPeer(handle, label="example")
+    return served
+
+
 class PeerEnds:
     """The peer ends a test made (a registry makes one per start of a server); ``close_all`` at the end."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.made: List[PeerEnd] = []
+        self.made: List[Any] = []  # PeerEnd and ServedPeer
 
-    def add(self, end: PeerEnd) -> PeerEnd:
+    def add(self, end: Any) -> Any:
         with self._lock:
             self.made.append(end)
         return end
