@@ -112,16 +112,15 @@ TEST_WORKERS ?= 4
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS)
 # The fast tier is the pure one: no child process, no socket, no Node, browser or third-party
 # package (tests/conftest.py, NEEDS); tests/tiers.py fails a test of it that starts a process or
-# opens a socket. It runs on two workers (its tests wait on threads, not on peers), and its
-# property and race tests on a fifth of their cases (JSONRPC_TESTS_TIER=fast, tests/tiers.py).
+# opens a socket. Its property and race tests run a fifth of their cases (JSONRPC_TESTS_TIER=fast,
+# tests/tiers.py).
 FAST_TIER := not peer and not node and not browser and not thirdparty and not soak
-FAST_WORKERS ?= 2
 
 test: $(STAMP) browser $(if $(NPM),$(NODE_STAMP))
 	$(PYTEST)
 
 test-fast: $(STAMP)
-	JSONRPC_TESTS_TIER=fast PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(FAST_WORKERS) -m "$(FAST_TIER)"
+	JSONRPC_TESTS_TIER=fast $(PYTEST) -m "$(FAST_TIER)"
 
 conformance: $(STAMP) $(NODE_STAMP)
 	@passed=0; for scenario in $(CONFORMANCE_SCENARIOS); do \

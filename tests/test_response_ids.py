@@ -154,7 +154,7 @@ def test_nesting_deeper_than_the_limit_is_unknown() -> None:
 
 
 def test_a_large_answer_with_its_id_at_the_end_fed_in_reads_of_any_size() -> None:
-    result = {"content": [{"type": "text", "text": 'x"\\' * 50_000, "id": 5} for _ in range(20)], "id": 4}
+    result = {"content": [{"type": "text", "text": 'x"\\' * budget(50_000), "id": 5} for _ in range(20)], "id": 4}
     text = json.dumps({"result": result, "jsonrpc": "2.0", "id": 3}).encode()
     for size in (1, 7, 4096, 65536, len(text)):
         scan = ResponseIdScan()
