@@ -33,8 +33,7 @@ from .._deadlines import DEFAULT_TIMEOUT, NO_DEADLINE_AT_S, Timeout, UseDefault,
 from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from ..errors import JsonRpcError, RequestId, TransportClosed
 from ..runtime.scheduler import Scheduler, default_scheduler
-from ..runtime.settling import CallWaiter
-from ..runtime.wake_pipes import PROCESS_WAKE_PIPES
+from ..runtime.settling import CallWaiter, waiter_pipes
 from ..transports.base import Transport, describe
 from .peer_messages import NotificationHandler, RequestHandler
 from .protocol import Connection
@@ -66,10 +65,18 @@ class JsonRpcClient(Closing):
         handler_workers: threads for the peer's requests running at once (not
             counting those waiting for an answer of a client).
         scheduler: the timer scheduler; the process-wide one by default.
+        waiter: what a ``call()`` waiting for its answer sleeps on, a
+            performance strategy (see "Strategies" in ``docs/internals.md``):
+            ``"wake_pipe"`` (the default) sleeps in ``poll()`` on a pipe from a
+            small pool the process's clients share, and its settler lets go
+            of the GIL to write the byte that wakes it (a lock where no pipe
+            can be had: off Linux, or out of descriptors); ``"plain"``, the
+            reference the same tests run, sleeps on a lock.
 
     Raises:
         TransportClosed: when the transport cannot be started.
-        ValueError: for a bad ``default_timeout``, ``cancellation`` or ``handler_workers``.
+        ValueError: for a bad ``default_timeout``, ``cancellation``, ``handler_workers``
+            or ``waiter``.
         TypeError: for a ``default_timeout`` that is not a number.
     """
 
@@ -81,20 +88,25 @@ class JsonRpcClient(Closing):
         cancellation: Union[str, CancellationBuilder, None] = None,
         handler_workers: int = DEFAULT_HANDLER_WORKERS,
         scheduler: Optional[Scheduler] = None,
+        waiter: str = "wake_pipe",
     ) -> None:
+        self._wake_pipes = waiter_pipes(waiter)
         builder = resolve_style(cancellation)
         self.default_timeout = check_timeout(default_timeout, "default_timeout")
         self._transport = transport
         self._label = describe(transport)
         self._shell = Shell(transport, self._label, builder, handler_workers, scheduler or default_scheduler())
         self._made_in = _fork.generation  # a fork of this process may not use this client
-        self._teardown = Teardown(self._shell, transport, self._label, self._made_in)
-        PROCESS_WAKE_PIPES.attach()  # what a call() waiting for its answer sleeps on; detached at close()
+        pipes = self._wake_pipes
+        self._teardown = Teardown(self._shell, transport, self._label, self._made_in, pipes)
+        if pipes is not None:
+            pipes.attach()  # what a call() waiting for its answer sleeps on; detached at close()
         try:
             transport.start(self)
         except BaseException:
             self._teardown.stop_workers(0.0)
-            PROCESS_WAKE_PIPES.detach()
+            if pipes is not None:
+                pipes.detach()
             raise
 
     @property
@@ -188,7 +200,7 @@ class JsonRpcClient(Closing):
         deadline = None if resolved is None else time.monotonic() + resolved
         shell = self._shell
         request_id, data = shell.core.request(method, params)
-        waiter = CallWaiter(PROCESS_WAKE_PIPES)
+        waiter = CallWaiter(self._wake_pipes)
         shell.register(request_id, method, resolved, None, waiter)  # its deadline is this thread's
         try:
             shell.drive(data, request_id, waiter, deadline, headers)
