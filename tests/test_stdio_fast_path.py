@@ -1,4 +1,4 @@
-"""The stdio fast path (transports/stdio/_fast_path.py) against the plain design it is measured against."""
+"""The stdio fast path (``reads="caller"``, ``_fast_path.py``) and the plain design (``reads="reader_thread"``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import pytest
 
 from jsonrpc_threads import JsonRpcClient, StdioTransport, TransportClosed
 from jsonrpc_threads.observe import trace_wire
-from jsonrpc_threads.transports.stdio._fast_path import CallerReads
-from jsonrpc_threads.transports.stdio._reader import ReadGate
 
 from .conftest import peer_command
 
@@ -20,15 +18,13 @@ WAIT_S = 10.0
 @pytest.fixture
 def plain() -> Iterator[JsonRpcClient]:
     """A client whose transport reads the plain way: the reader thread alone, no fast path."""
-    transport = StdioTransport(peer_command("stdio_peer"))
-    transport._child.reader.gate = ReadGate()  # before start(): nothing reads yet
+    transport = StdioTransport(peer_command("stdio_peer"), reads="reader_thread")
     with JsonRpcClient(transport) as client:
         yield client
 
 
 def test_the_plain_design_does_everything_the_fast_path_does(plain: JsonRpcClient) -> None:
-    gate = plain.transport._child.reader.gate  # type: ignore[attr-defined]
-    assert gate.drive(lambda: None, lambda: True, None) is False  # it declines: the reader thread reads
+    assert plain.transport.reads == "reader_thread"  # type: ignore[attr-defined]
     seen: List[Any] = []
     plain.on_notification("progress", seen.append)
     assert plain.call("notify", {"method": "progress", "params": {"n": 1}, "count": 50}) == 50
@@ -49,12 +45,44 @@ def test_the_plain_design_does_everything_the_fast_path_does(plain: JsonRpcClien
 
 def test_the_transport_reads_through_the_fast_path_by_default() -> None:
     with StdioTransport(peer_command("stdio_peer")) as transport:
-        assert isinstance(transport._child.reader.gate, CallerReads)
+        assert transport.reads == "caller"
+
+
+def test_an_unknown_reads_is_refused_before_anything_starts() -> None:
+    with pytest.raises(ValueError, match=r"reads must be one of .*'reader_thread'"):
+        StdioTransport(peer_command("stdio_peer"), reads="callers")
+
+
+@pytest.mark.parametrize("reads", ["caller", "reader_thread"])
+def test_only_the_fast_path_reads_on_the_callers_thread(reads: str) -> None:
+    # What tells the strategies apart from outside: the thread that reads the answer.  Under
+    # "caller" a lone call() reads its own; under "reader_thread" the reader thread reads it.
+    readers: List[str] = []
+
+    class Observer:  # what the client calls where a message comes in (attach_observer)
+        def sent(self, data: bytes) -> None:
+            pass
+
+        def received(self, data: bytes) -> None:
+            readers.append(threading.current_thread().name)
+
+        def closed(self, error: BaseException) -> None:
+            pass
+
+    transport = StdioTransport(peer_command("stdio_peer"), reads=reads)
+    with JsonRpcClient(transport) as client:
+        client.attach_observer(lambda label: Observer())
+        for index in range(20):
+            assert client.call("echo", [index]) == [index]
+    mine = threading.current_thread().name
+    if reads == "caller":
+        assert readers.count(mine) >= 15, readers  # the reader thread may take a few (it parks for 5 ms)
+    else:
+        assert mine not in readers and all(name.startswith("jsonrpc-stdio-reader") for name in readers), readers
 
 
 def test_a_call_the_transport_declines_to_drive_is_traced_once() -> None:
-    transport = StdioTransport(peer_command("stdio_peer"))
-    transport._child.reader.gate = ReadGate()  # it declines every drive: the request goes out as send() does
+    transport = StdioTransport(peer_command("stdio_peer"), reads="reader_thread")  # as send() does
     seen: List[str] = []
     done = threading.Event()
 

@@ -36,6 +36,7 @@ from jsonrpc_threads.transports.stdio import (
 from jsonrpc_threads.transports.stdio import _exit_watch as exit_watch_module
 
 from .conftest import peer_command
+from .strategies import READS
 
 #: Upper bound for any single wait in these tests.
 WAIT_S = 20.0
@@ -111,12 +112,16 @@ def gone(pid: int) -> bool:
 Maker = Callable[..., Tuple[StdioTransport, RecordingSink]]
 
 
-@pytest.fixture
-def make() -> Iterator[Maker]:
-    """Build started transports on the test peer; all are closed at teardown."""
+@pytest.fixture(params=READS)
+def make(request: pytest.FixtureRequest) -> Iterator[Maker]:
+    """Build started transports on the test peer; all are closed at teardown.
+
+    Each test that uses it runs with both ``reads=`` choices (``tests/strategies.py``).
+    """
     made: List[StdioTransport] = []
 
     def factory(*flags: str, start: bool = True, **kwargs: Any) -> Tuple[StdioTransport, RecordingSink]:
+        kwargs.setdefault("reads", request.param)
         transport = StdioTransport(peer_command("stdio_peer", *flags), **kwargs)
         made.append(transport)
         sink = RecordingSink()
