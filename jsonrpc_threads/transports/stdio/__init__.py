@@ -8,7 +8,8 @@ standard streams are pipes, each served by one piece:
   sender never blocks on a child that stopped reading;
 - stdout (``_reader``): decoded by the framing (one JSON text per line by
   default, or ``Content-Length`` headers for language servers) and delivered
-  to the sink by the reader thread, or by a caller reading its own answer;
+  to the sink by the reader thread, or by a caller reading its own answer
+  (``reads=``, a strategy: see ``StdioTransport``);
 - stderr (``_stderr``): drained from the start into the module logger and
   a bounded tail, so a child that floods stderr never blocks on a full pipe.
 
