@@ -76,7 +76,7 @@ def test_only_the_fast_path_reads_on_the_callers_thread(reads: str) -> None:
             assert client.call("echo", [index]) == [index]
     mine = threading.current_thread().name
     if reads == "caller":
-        assert readers.count(mine) >= 15, readers  # the reader thread may take a few (it parks for 5 ms)
+        assert readers.count(mine) > len(readers) // 2, readers  # the reader thread may take a few (it parks 5 ms)
     else:
         assert mine not in readers and all(name.startswith("jsonrpc-stdio-reader") for name in readers), readers
 
