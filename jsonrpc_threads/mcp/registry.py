@@ -20,6 +20,12 @@ runs a model's tool calls (``model_calls``: every failure a tool
 message, never an exception); the formats are ``llm_formats``.  Calls to
 one server are pipelined on its one session, never queued behind a lock.
 
+Parts.  ``ToolRegistry`` is a facade over parts that own their state, each
+held and delegated to: ``registry_servers`` (the supervisors by name, what
+they report, and the work on many at once: starting or listing them
+concurrently, stopping them all), ``model_calls`` (the model's face) and
+``registry_settings`` (what every supervisor reads at each start and call).
+
 Deadlines.  Every public call makes its deadline as it enters (its
 ``timeout``, else the server's ``timeout``, else ``default_timeout``) and
 every step it triggers spends what is left: the lookup of a tool's name
