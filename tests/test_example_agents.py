@@ -10,6 +10,7 @@ fixture checks threads, children and files after each test.
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -32,6 +33,8 @@ from jsonrpc_threads.a2a import (
 from jsonrpc_threads.acp import AcpClient
 from jsonrpc_threads.errors import InvalidParams
 from jsonrpc_threads.examples import a2a_agent, acp_agent
+
+from .test_snippets import ALL_BLOCKS, ROOT, Block, blocks_of
 
 #: Seconds any one call may take (a Python child process starts, a few words are written).
 TIMEOUT_S = 30.0
@@ -192,3 +195,37 @@ def test_a2a_the_module_prints_its_url_and_serves_until_interrupted() -> None:
             process.send_signal(signal.SIGINT)
             returncode = process.wait(TIMEOUT_S)
     assert returncode == 0  # Ctrl-C: it closed the agent and exited
+
+
+# -- the pages ----------------------------------------------------------------------------------
+
+#: What the visible text before an example that is not run says: that it is an illustration, or what it needs.
+_SAYS_WHY = re.compile(r"\b(illustration|needs?)\b", re.IGNORECASE)
+
+
+def test_the_readme_runs_every_example_as_written_the_agents_ones_included() -> None:
+    blocks = blocks_of(ROOT / "README.md")
+    assert [block.name for block in blocks if block.directive == "skip"] == []
+    python = "".join(block.code for block in blocks if block.language == "python")
+    assert "jsonrpc_threads.examples.acp_agent" in python
+    assert "jsonrpc_threads.examples.a2a_agent" in python
+
+
+def _paragraph_before(block: Block) -> str:
+    """The visible paragraph just before a block (its directive comment and blank lines skipped)."""
+    lines = block.page.read_text(encoding="utf-8").splitlines()[: block.line - 1]
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("<!--")):
+        lines.pop()
+    paragraph: List[str] = []
+    while lines and lines[-1].strip():
+        paragraph.insert(0, lines.pop())
+    return " ".join(paragraph)
+
+
+def test_an_example_that_is_not_run_says_on_the_page_what_it_needs() -> None:
+    silent = [
+        block.name
+        for block in ALL_BLOCKS
+        if block.directive == "skip" and not _SAYS_WHY.search(_paragraph_before(block))
+    ]
+    assert silent == [], "say it visibly, not only in the skip comment: an illustration, or what it needs"
