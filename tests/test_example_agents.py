@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Dict, List
 
 import psutil
@@ -42,7 +43,11 @@ ACP_AGENT = [sys.executable, "-m", "jsonrpc_threads.examples.acp_agent"]
 
 
 def _texts(updates: List[Dict[str, Any]]) -> List[str]:
-    return [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    return [_text(u) for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+
+
+def _text(update: Dict[str, Any]) -> str:
+    return str(update["content"]["text"])
 
 
 # -- ACP ----------------------------------------------------------------------------------------
@@ -80,12 +85,36 @@ def test_acp_cancel_stops_a_running_turn_with_cancelled() -> None:
 def test_acp_a_prompt_that_times_out_is_cancelled_and_the_session_stays_usable() -> None:
     with AcpClient(ACP_AGENT, default_timeout=TIMEOUT_S) as agent:
         session = agent.new_session()
+        first: List[str] = []
         with pytest.raises(RequestTimeout):
-            agent.prompt(session, "word " * 2000, timeout=0.3)
-        again = agent.prompt(session, "again")
-        # A word the agent sent before the cancel reached it may still come (ACP sessions have no turn ids).
-        assert again["stopReason"] == "end_turn"
-        assert _texts(again["updates"])[-1] == "again "
+            agent.prompt(session, "word " * 2000, timeout=0.3, on_update=lambda update: first.append(_text(update)))
+        again: List[str] = []
+        result = agent.prompt(session, "again", on_update=lambda update: again.append(_text(update)))
+        assert result["stopReason"] == "end_turn"
+        # Issue 47, item 3: a word the agent sent for the timed-out turn before the cancel reached it
+        # is still that turn's (ACP updates carry no turn id: the turn keeps them until its answer).
+        assert _texts(result["updates"]) == again == ["again "]
+        assert first and set(first) == {"word "}
+
+
+def test_acp_what_the_agent_sends_for_a_timed_out_turn_before_answering_it_stays_that_turns() -> None:
+    """Issue 47, item 3: updates carry no turn id; a turn given up on keeps its session's updates until its answer.
+
+    Before: the timed-out turn was forgotten at once, and the words the agent sent
+    while it stopped went to the next prompt of the session (or to the client-wide callback).
+    """
+    lingering = [sys.executable, str(Path(__file__).parent / "peers" / "acp_lingering_agent.py")]
+    outside: List[str] = []
+    with AcpClient(lingering, default_timeout=TIMEOUT_S, on_update=lambda _s, u: outside.append(_text(u))) as agent:
+        session = agent.new_session()
+        first: List[str] = []
+        with pytest.raises(RequestTimeout):
+            agent.prompt(session, "linger", timeout=0.3, on_update=lambda update: first.append(_text(update)))
+        again: List[str] = []
+        result = agent.prompt(session, "hello again", on_update=lambda update: again.append(_text(update)))
+    assert _texts(result["updates"]) == again == ["hello ", "again "]
+    assert first[-3:] == ["late "] * 3 and set(first) == {"word ", "late "}
+    assert outside == []
 
 
 def test_acp_an_unknown_session_is_refused() -> None:

@@ -19,7 +19,8 @@ What it answers:
   ``WORD_DELAY_S`` apart, as a model takes its time; then
   ``{"stopReason": "end_turn"}``;
 - ``session/cancel`` (a notification): the session's running turn stops at
-  its next word and answers ``{"stopReason": "cancelled"}``.
+  its next word and answers ``{"stopReason": "cancelled"}``; a prompt that
+  comes meanwhile waits for that answer (one turn at a time per session).
 
 Anything else is ``MethodNotFound`` (a notification of another method is
 ignored); a prompt for a session it never made is ``InvalidParams``.  It asks
@@ -29,14 +30,15 @@ written.  A real agent (``claude-agent-acp``, ``codex-acp``, ...) is started the
 same way, by its own command line.
 
 Thread-safety: ``handle`` runs on several worker threads at once; the
-sessions' table is guarded by one lock.
+sessions' tables are guarded by one lock, and each session's turns run one at
+a time under a lock of its own.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from jsonrpc_threads import __version__
 from jsonrpc_threads.errors import InvalidParams, MethodNotFound
@@ -49,9 +51,14 @@ AGENT_INFO = {"name": "example-agent", "version": __version__}
 #: The pause before each word of an answer (a cancelled turn stops at once).
 WORD_DELAY_S = 0.02
 
-_lock = threading.Lock()  # guards _turns
+#: How long a prompt waits for the session's previous turn to end (it was cancelled: it ends at once).
+TURN_WAIT_S = 10.0
+
+_lock = threading.Lock()  # guards _turns and _in_turn
 #: Each session's running turn, as the Event a ``session/cancel`` sets; a new session has a set one.
 _turns: Dict[str, threading.Event] = {}
+#: Each session's lock, held by its running turn: one turn at a time, the next waits.
+_in_turn: Dict[str, threading.Lock] = {}
 _numbers = itertools.count(1)
 
 
@@ -75,6 +82,7 @@ def _new_session(params: Dict[str, Any]) -> Dict[str, Any]:
     session_id = f"session-{next(_numbers)}"
     with _lock:
         _turns[session_id] = _finished()  # no turn is running
+        _in_turn[session_id] = threading.Lock()
     return {"sessionId": session_id}
 
 
@@ -83,21 +91,36 @@ def _prompt(params: Dict[str, Any]) -> Dict[str, Any]:
     blocks = params.get("prompt")
     if not isinstance(blocks, list):
         raise InvalidParams("'prompt' must be a list of content blocks")
+    with _lock:
+        in_turn = _in_turn.get(session_id) if isinstance(session_id, str) else None
+    if in_turn is None:
+        raise InvalidParams(f"no session {session_id!r}: make one with session/new")
+    # One turn at a time per session: a prompt sent right after a session/cancel may reach
+    # its worker first; it waits here until the cancelled turn has answered.
+    if not in_turn.acquire(timeout=TURN_WAIT_S):
+        raise InvalidParams(f"session {session_id!r} still has a turn running")
+    try:
+        return _run_turn(str(session_id), blocks)
+    finally:
+        in_turn.release()
+
+
+def _run_turn(session_id: str, blocks: List[Any]) -> Dict[str, Any]:
     cancelled = threading.Event()
     with _lock:
-        if not isinstance(session_id, str) or session_id not in _turns:
-            raise InvalidParams(f"no session {session_id!r}: make one with session/new")
         _turns[session_id] = cancelled
     text = " ".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-    for word in text.split():
-        if cancelled.wait(WORD_DELAY_S):  # stands for a model at work; wakes at once on session/cancel
-            return {"stopReason": "cancelled"}
-        update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": word + " "}}
-        notify("session/update", {"sessionId": session_id, "update": update})
-    with _lock:
-        if _turns.get(session_id) is cancelled:
-            _turns[session_id] = _finished()
-    return {"stopReason": "cancelled" if cancelled.is_set() else "end_turn"}
+    try:
+        for word in text.split():
+            if cancelled.wait(WORD_DELAY_S):  # stands for a model at work; wakes at once on session/cancel
+                return {"stopReason": "cancelled"}
+            update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": word + " "}}
+            notify("session/update", {"sessionId": session_id, "update": update})
+        return {"stopReason": "cancelled" if cancelled.is_set() else "end_turn"}
+    finally:
+        with _lock:
+            if _turns.get(session_id) is cancelled:
+                _turns[session_id] = _finished()
 
 
 def _cancel(params: Dict[str, Any]) -> None:
