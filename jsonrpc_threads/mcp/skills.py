@@ -39,7 +39,7 @@ from ..errors import RequestTimeout
 from .errors import ProtocolError, SkillVerificationError
 
 if TYPE_CHECKING:
-    from .catalog import CatalogCalls
+    from .session import McpClient
 
 MISSING_EXTRA = "skill frontmatter is YAML: install the 'skills' extra, pip install 'jsonrpc_threads[skills]'"
 DYNAMIC = "dynamic"
@@ -60,7 +60,7 @@ class LoadedSkill:
     entry: Dict[str, Any]
     text: str
     frontmatter: Dict[str, Any]
-    _client: CatalogCalls = field(repr=False, compare=False)
+    _client: McpClient = field(repr=False, compare=False)
 
     @property
     def uri(self) -> str:
@@ -102,7 +102,7 @@ class LoadedSkill:
         return text if text is not None else data
 
 
-def list_skills(client: CatalogCalls, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
+def list_skills(client: McpClient, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
     """Every skill entry of the server (``skills/list``, all pages, ``timeout`` bounding them all); no file is read.
 
     ``timeout``: the client's ``default_timeout`` by default; ``None`` waits forever.
@@ -114,7 +114,7 @@ def list_skills(client: CatalogCalls, *, timeout: Timeout = DEFAULT_TIMEOUT) -> 
     return client.listing("skills/list", timeout=timeout).items
 
 
-def get_skill(client: CatalogCalls, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
+def get_skill(client: McpClient, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
     """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``).
 
     ``timeout``: the client's ``default_timeout`` by default; ``None`` waits forever.
@@ -123,7 +123,7 @@ def get_skill(client: CatalogCalls, uri: str, *, timeout: Timeout = DEFAULT_TIME
 
 
 def load_skill(
-    client: CatalogCalls, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Timeout = DEFAULT_TIMEOUT
+    client: McpClient, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Timeout = DEFAULT_TIMEOUT
 ) -> LoadedSkill:
     """Read a skill's ``SKILL.md`` and verify it against the skill's entry.
 
@@ -173,7 +173,7 @@ def load_skill(
 # -- internals ------------------------------------------------------------------------------
 
 
-def _request(client: CatalogCalls, method: str, params: Dict[str, Any], deadline: Deadline) -> Any:
+def _request(client: McpClient, method: str, params: Dict[str, Any], deadline: Deadline) -> Any:
     """One request of a call, within what is left of its ``deadline`` (a timeout names the whole call's)."""
     try:
         return client.request(method, params, timeout=deadline.remaining())
@@ -181,7 +181,7 @@ def _request(client: CatalogCalls, method: str, params: Dict[str, Any], deadline
         raise as_call_timeout(exc, deadline) from None
 
 
-def _get_skill(client: CatalogCalls, uri: str, deadline: Deadline) -> Dict[str, Any]:
+def _get_skill(client: McpClient, uri: str, deadline: Deadline) -> Dict[str, Any]:
     result = _request(client, "skills/get", {"uri": uri}, deadline)
     skill = result.get("skill") if isinstance(result, dict) else None
     if not isinstance(skill, dict):
@@ -218,7 +218,7 @@ def _listed(listing: Any, uri: str) -> Optional[Tuple[int, str]]:
     return None
 
 
-def _read(client: CatalogCalls, uri: str, deadline: Deadline) -> Tuple[bytes, Optional[str]]:
+def _read(client: McpClient, uri: str, deadline: Deadline) -> Tuple[bytes, Optional[str]]:
     """The raw bytes of a resource (and its text, when it came as text)."""
     result = _request(client, "resources/read", {"uri": uri}, deadline)
     contents = result.get("contents") if isinstance(result, dict) else None
