@@ -15,6 +15,7 @@ bytes go out, and hands the rest over.
 - ``call()`` waits on a private waiter and keeps its own deadline: its thread
   waits no longer, then ends the request itself; where the transport can
   carry the call on the caller's thread (``DrivesCalls``), it does;
+- ``request_stream()``: a request answered by many responses (``streams``);
 - ``notify()`` sends and returns once the transport took the message;
 - the client is the transport's sink (``jsonrpc_threads.transports.base``):
   what the transport reports goes to the shell.
@@ -39,6 +40,7 @@ from ..transports.base import Transport, describe
 from .peer_messages import NotificationHandler, RequestHandler
 from .protocol import Connection
 from .shell import Shell
+from .streams import IsFinal, ResponseStream, open_stream
 from .teardown import HANDLER_SHUTDOWN_GRACE_S, SECOND_CLOSE_WAIT_S, Teardown
 
 if TYPE_CHECKING:
@@ -200,6 +202,34 @@ class JsonRpcClient(Closing):
         finally:
             waiter.finish()  # its wake pipe back to the pool, the settler's byte read
         return waiter.result()
+
+    def request_stream(
+        self,
+        method: str,
+        params: messages.Params = None,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        is_final: Optional[IsFinal] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> ResponseStream:
+        """Send a request the peer answers with many responses to its id; iterate over their results.
+
+        Results are handed over as they arrive (over HTTP: an SSE answer's
+        events).  The stream ends after the result for which ``is_final(result)``
+        (run on the iterating thread; ``None``: never) is true, the transport
+        then stops reading; an error response is raised and ends it.
+        ``timeout`` bounds the whole stream (``RequestTimeout`` once the
+        results before it were taken); ``close()``, a ``with`` block or
+        dropping the stream withdraws the request as ``cancel()`` does.
+
+        Raises:
+            TransportClosed: at once, when the client is closed.
+            TypeError, ValueError: as ``request`` (its Args too), before anything
+                is sent; iterating raises what ``ResponseStream`` says.
+        """
+        if _fork.generation != self._made_in:
+            self._teardown.check_process()
+        return open_stream(self._shell, method, params, self.resolve_timeout(timeout), is_final, headers)
 
     def notify(
         self,
@@ -482,6 +512,7 @@ __all__ = [
     "SECOND_CLOSE_WAIT_S",
     "Batch",
     "JsonRpcClient",
+    "ResponseStream",
     "Timeout",
     "lsp_cancellation",
     "mcp_cancellation",
