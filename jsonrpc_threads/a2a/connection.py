@@ -2,8 +2,7 @@
 
 Theory of operation.  An ``AgentConnection`` knows where the card is and
 what the caller gave to authenticate; the first call that needs the agent
-fetches the card (a GET through
-``open_stream``, on a
+fetches the card (a GET, ``HttpTransport.fetch``, on a
 transport made for it and closed after), chooses its JSON-RPC interface
 (``choose_interface``: the version, and so the dialect), and puts a
 ``JsonRpcClient`` on an
@@ -28,7 +27,7 @@ Both take the caller's ``Deadline`` and spend what is left of
 it, the card's fetch included; a ``RequestTimeout`` names
 the whole call's timeout.  A2A's error codes become their classes
 (``error_from_a2a``).  Only public faces are used: ``JsonRpcClient``,
-``ResponseStream``, ``HttpTransport`` (``open_stream``, ``from_settings``),
+``ResponseStream``, ``HttpTransport`` (``fetch``, ``from_settings``),
 ``HttpSettings``, ``messages`` and the exception tree.
 
 Thread-safety: every method may be called from any thread.
@@ -179,11 +178,9 @@ class AgentConnection:
                 transport.close()
                 raise TransportClosed("A2aClient closed")
             self._card_transport = transport
-        answer = None
         failed = True
         try:
-            answer = transport.open_stream(deadline=deadline.at)
-            body = next(answer, None)
+            body = transport.fetch(deadline=deadline.at)
             failed = False
         except RequestTimeout as exc:
             raise as_call_timeout(exc, deadline, hint="the agent card did not come in time") from None
@@ -191,14 +188,10 @@ class AgentConnection:
             with self._lock:
                 self._card_transport = None
             if failed:  # the caller leaves now: what is stuck (a blocking hook) is reclaimed in the background
-                if answer is not None:
-                    answer.close(wait=False)
                 close_in_background(transport, "a2a-card-close")
             else:
-                if answer is not None:
-                    answer.close()
                 transport.close()
-        if body is None:
+        if not body.strip():
             raise ProtocolError(f"{transport.label}: the agent card is empty")
         try:
             card = messages.decode(body)

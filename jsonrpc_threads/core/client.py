@@ -40,7 +40,7 @@ from ..transports.base import Transport, describe
 from .peer_messages import NotificationHandler, RequestHandler
 from .protocol import Connection
 from .shell import Shell
-from .streams import IsFinal, ResponseStream, open_stream
+from .streams import IsFinal, ResponseStream, start_stream
 from .teardown import HANDLER_SHUTDOWN_GRACE_S, SECOND_CLOSE_WAIT_S, Teardown
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class JsonRpcClient(Closing):
         """
         if _fork.generation != self._made_in:
             self._teardown.check_process()
-        return open_stream(self._shell, method, params, self.resolve_timeout(timeout), is_final, headers)
+        return start_stream(self._shell, method, params, self.resolve_timeout(timeout), is_final, headers)
 
     def notify(
         self,

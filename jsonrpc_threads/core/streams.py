@@ -220,7 +220,7 @@ class ResponseStream:
         return f"<ResponseStream {self.method} id={self.request_id!r} {'ended' if self._ended else 'open'}>"
 
 
-def open_stream(
+def start_stream(
     shell: Shell,
     method: str,
     params: messages.Params,
@@ -247,4 +247,4 @@ def open_stream(
     return stream
 
 
-__all__ = ["SETTLED_WAIT_S", "WAITED_OUT", "Answers", "IsFinal", "ResponseStream", "open_stream"]
+__all__ = ["SETTLED_WAIT_S", "WAITED_OUT", "Answers", "IsFinal", "ResponseStream", "start_stream"]
