@@ -272,7 +272,7 @@ class JsonRpcClient(Closing):
             self._transport.send(data, (), deadline=deadline, headers=headers)
 
     def cancel(self, future: Any, reason: str = "Cancelled by the client") -> bool:
-        """Withdraw the request behind ``future`` (from ``request``) and tell the peer why.
+        """Withdraw the request behind ``future`` (from ``request``, or a ``request_stream``) and tell the peer why.
 
         Same as ``future.cancel()``, with the ``reason`` sent in the cancellation
         notification (where the client is configured to send one).

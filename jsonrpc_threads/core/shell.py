@@ -20,6 +20,9 @@ through the transport, and logs.
   pool.  The peer's messages, and the cancellation notification sent when a
   request is given up, are ``peer_messages``'s (off the request path); the
   close sequence is ``teardown``'s.
+- A streamed request's results are pushed to its token, a stream's
+  ``Answers`` (``streams``), as they come; ``end_stream`` forgets the request
+  once its consumer took the last.
 - A blocking ``call()`` waits on a ``CallWaiter``;
   the futures of ``request()`` are settled inside
   ``library_settling``, which collects their

@@ -202,6 +202,16 @@ class ResponseStream:
         self._answers.drop()
         self._shell.withdraw(self.request_id, reason)
 
+    def cancel(self) -> bool:
+        """As a future's ``cancel()``: ``close()``; True when the stream was still open (now withdrawn)."""
+        return self.cancel_with_reason("Cancelled by the client")
+
+    def cancel_with_reason(self, reason: str) -> bool:
+        """As ``cancel``, telling the peer ``reason`` (what ``JsonRpcClient.cancel(stream, reason)`` calls)."""
+        was_open = not self._ended
+        self.close(reason)
+        return was_open
+
     def __enter__(self) -> ResponseStream:
         return self
 
