@@ -94,6 +94,20 @@ def test_a_streams_deadline_withdrawal_and_close_end_it_as_any_request() -> None
     assert len(connection) == 0
 
 
+def test_a_stream_that_fails_in_transit_after_its_final_result_is_no_error() -> None:
+    # The peer ends its answer right after the final result, before the consumer took it: the transport
+    # reports the request failed; the consumer then finds the final result, and it was no failure.
+    connection = Connection()
+    streamed(connection, 1)
+    streamed(connection, 2)
+    connection.receive(wire([response(1, "last"), response(2, "not last")]))
+    assert [type(e) for e in connection.fail([1, 2], HttpConnectionError("ended"))] == [Failed, Failed]
+    assert connection.errors == 2
+    assert connection.end_stream(1) is False and connection.errors == 1  # its consumer took "last": the final
+    assert connection.end_stream(2, final=False) is False and connection.errors == 1  # a failure indeed
+    assert connection.end_stream(1) is False and connection.errors == 1  # forgotten: once
+
+
 def test_a_streams_answers_are_never_held_behind_notifications() -> None:
     connection = Connection()
     connection.handle_notifications("progress")
@@ -279,6 +293,14 @@ def test_over_http_the_sse_answer_is_read_until_the_final_result_then_let_go(htt
         params = {"content_type": "text/event-stream", "chunks": sse(*results), "then": "stall"}
         stream = http_client.request_stream("raw_answer", params, timeout=WAIT_S, is_final=is_last)
         assert list(stream) == results and not http_client.has_pending()
+
+
+def test_over_http_an_answer_that_ends_right_after_its_final_result_is_no_error(http_client: JsonRpcClient) -> None:
+    results = [{"n": n, "last": n == 1} for n in range(2)]
+    params = {"content_type": "text/event-stream", "chunks": sse(*results)}  # then the answer ends
+    for _ in range(10):  # the end often comes before the consumer took the final result
+        assert list(http_client.request_stream("raw_answer", params, timeout=WAIT_S, is_final=is_last)) == results
+    assert http_client.stats()["errors"] == 0 and not http_client.has_pending()
 
 
 def test_over_http_the_deadline_ends_a_stalled_stream_and_frees_its_thread(http_client: JsonRpcClient) -> None:

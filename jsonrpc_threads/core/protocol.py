@@ -114,6 +114,7 @@ class Connection:
         self._received = 0  # the ticket of the last handled notification received
         self._done = 0  # every handled notification up to this ticket is done
         self._held: Deque[RequestId] = deque()  # answers held back, in arrival order
+        self._failed_streams: Set[RequestId] = set()  # streamed requests failed in transit (see end_stream)
         self.errors = 0  # requests answered with an error, failed in transit, or lost at close
         self.timeouts = 0  # requests whose deadline passed
         self.cancels = 0  # requests the caller withdrew
@@ -407,9 +408,18 @@ class Connection:
         self.cancels += 1
         return True
 
-    def end_stream(self, request_id: RequestId) -> bool:
-        """A streamed request's consumer took its final answer: forget it (not a cancel).  True when it was pending."""
-        return self._pending.pop(request_id, None) is not None
+    def end_stream(self, request_id: RequestId, final: bool = True) -> bool:
+        """A streamed request's consumer is done (``final``: it took the last result): forget it.  True if pending.
+
+        A stream that failed in transit after its final result (the peer ended
+        its answer before the consumer took that result) is no error.
+        """
+        if self._pending.pop(request_id, None) is not None:
+            return True
+        if request_id in self._failed_streams:
+            self._failed_streams.discard(request_id)
+            self.errors -= 1 if final else 0
+        return False
 
     def fail(self, request_ids: Iterable[RequestId], error: JsonRpcError) -> List[Event]:
         """These requests could not be carried: a ``Failed`` each (its own copy of ``error``).
@@ -426,27 +436,19 @@ class Connection:
                 events.append(self._settled(request_id, entry))
                 continue
             self.errors += 1
+            if entry.streamed:  # unless its consumer finds its final result among those before (end_stream)
+                self._failed_streams.add(request_id)
             events.append(Failed(request_id, entry.token, error if first else fresh_error(error)))
             first = False
         return events
 
     def close(self, error: TransportClosed, behind_notifications: bool = False) -> List[Event]:
-        """Refuse new requests from now on, and end every pending one with a copy of ``error``.
+        """Refuse new requests from now on (with the first close's ``error``), and end every pending one.
 
-        The first close's error is the one later requests fail with.
-
-        Args:
-            error: what the pending requests fail with.
-            behind_notifications: the transport was lost (not closed by the
-                caller): a request still waiting for notifications received
-                before the loss to be handled fails only once they are (a
-                ``Held`` now), so every update the peer sent before it went
-                away reaches its handler before the call fails.  Its deadline,
-                a later ``close`` and ``fail`` still end it at once.
-
-        Returns:
-            A ``Failed`` for each pending request (or its held answer), or a
-            ``Held`` for each whose failure waits for notifications.
+        ``behind_notifications``: the transport was lost (not closed); a request
+        waiting for notifications received before the loss fails once they are
+        handled (a ``Held`` now), unless its deadline, ``close`` or ``fail`` comes
+        first.  Returns a ``Failed`` for each (a copy of ``error``, or its held answer), or a ``Held``.
         """
         if self._closed is None:
             self._closed = error

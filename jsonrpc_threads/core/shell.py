@@ -235,10 +235,10 @@ class Shell:
             self._abandon([request_id])
             self.peer.cancelled(request_id, reason)
 
-    def end_stream(self, request_id: RequestId) -> None:
-        """A streamed request's consumer took its final answer: forget it, and let the transport stop reading."""
+    def end_stream(self, request_id: RequestId, final: bool = True) -> None:
+        """A streamed request's consumer is done (``final``: it took the last result): forget it, stop its reading."""
         with self.lock:
-            ended = self.core.end_stream(request_id)
+            ended = self.core.end_stream(request_id, final)
         if ended:
             self._abandon([request_id])
 

@@ -201,6 +201,7 @@ class ResponseStream:
         self._ended = True
         self._answers.drop()
         self._shell.withdraw(self.request_id, reason)
+        self._shell.end_stream(self.request_id, final=False)  # what the core still keeps of it, if anything
 
     def cancel(self) -> bool:
         """As a future's ``cancel()``: ``close()``; True when the stream was still open (now withdrawn)."""
