@@ -3,7 +3,8 @@
 The core part is pure (bytes in, events out); the client part runs a
 ``JsonRpcClient`` over a ``MemoryTransport`` pair whose other end is a scripted
 peer that answers one request with several responses, as an A2A agent does
-over SSE.
+over SSE (no process, no socket: the same over real HTTP is
+tests/test_http_streams.py).
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import gc
 import json
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import pytest
 
 from jsonrpc_threads import (
     HttpConnectionError,
-    HttpTransport,
     JsonRpcClient,
     RemoteError,
     RequestTimeout,
@@ -30,7 +30,6 @@ from jsonrpc_threads.core.protocol import Connection
 from jsonrpc_threads.errors import InvalidRequest
 
 from .helpers import MemoryPeer, Message, error, response, scripted
-from .peers.http_peer import HttpPeer
 
 #: Bounds for a timeout's promptness: a stream with ``SHORT_S`` ends within ``SHORT_S + LATE_S``.
 SHORT_S = 0.1
@@ -270,53 +269,3 @@ def test_what_is_final_raises_closes_the_stream(peer_and_client: Tuple[MemoryPee
     with pytest.raises(ValueError, match="not an event"):
         next(stream)
     assert stream.closed and not client.has_pending()
-
-
-# -- over HTTP: one POST, its SSE answer read until the final result ------------------------------
-
-
-def sse(*results: Any) -> List[str]:
-    """SSE events, each a response to the request (the peer writes the request's id for ``{id}``)."""
-    return ['data: {"jsonrpc": "2.0", "id": {id}, "result": ' + json.dumps(r) + "}\n\n" for r in results]
-
-
-@pytest.fixture
-def http_client() -> Iterator[JsonRpcClient]:
-    # One pool thread: a stream whose exchange were not stopped would hold it, and the next would wait.
-    with HttpPeer() as peer, JsonRpcClient(HttpTransport(peer.url, max_workers=1)) as client:
-        yield client
-
-
-def test_over_http_the_sse_answer_is_read_until_the_final_result_then_let_go(http_client: JsonRpcClient) -> None:
-    results = [{"n": n, "last": n == 2} for n in range(3)]
-    for _ in range(2):  # the answer stalls after its final event: the exchange is stopped, its thread free
-        params = {"content_type": "text/event-stream", "chunks": sse(*results), "then": "stall"}
-        stream = http_client.request_stream("raw_answer", params, timeout=WAIT_S, is_final=is_last)
-        assert list(stream) == results and not http_client.has_pending()
-
-
-def test_over_http_an_answer_that_ends_right_after_its_final_result_is_no_error(http_client: JsonRpcClient) -> None:
-    results = [{"n": n, "last": n == 1} for n in range(2)]
-    params = {"content_type": "text/event-stream", "chunks": sse(*results)}  # then the answer ends
-    for _ in range(10):  # the end often comes before the consumer took the final result
-        assert list(http_client.request_stream("raw_answer", params, timeout=WAIT_S, is_final=is_last)) == results
-    assert http_client.stats()["errors"] == 0 and not http_client.has_pending()
-
-
-def test_over_http_the_deadline_ends_a_stalled_stream_and_frees_its_thread(http_client: JsonRpcClient) -> None:
-    for _ in range(2):
-        params = {"content_type": "text/event-stream", "chunks": sse({"n": 0, "last": False}), "then": "stall"}
-        started = time.monotonic()
-        stream = http_client.request_stream("raw_answer", params, timeout=SHORT_S, is_final=is_last)
-        assert next(stream)["n"] == 0
-        with pytest.raises(RequestTimeout):
-            next(stream)
-        assert SHORT_S <= time.monotonic() - started < SHORT_S + LATE_S
-
-
-def test_over_http_an_answer_that_ends_early_is_a_connection_error(http_client: JsonRpcClient) -> None:
-    params = {"content_type": "text/event-stream", "chunks": sse({"n": 0, "last": False})}
-    stream = http_client.request_stream("raw_answer", params, timeout=WAIT_S, is_final=is_last)
-    assert next(stream)["n"] == 0
-    with pytest.raises(HttpConnectionError, match="cannot be resumed"):
-        next(stream)
