@@ -15,12 +15,12 @@ from .core.client import (
     SECOND_CLOSE_WAIT_S,
     Batch,
     JsonRpcClient,
-    ResponseStream,
     Timeout,
     lsp_cancellation,
     mcp_cancellation,
 )
 from .core.peer_messages import ANSWER_SEND_TIMEOUT_S, CANCELLATION_SEND_TIMEOUT_S
+from .core.streams import ResponseStream
 from .core.teardown import CALLBACK_SHUTDOWN_GRACE_S
 
 __all__ = [

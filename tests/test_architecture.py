@@ -27,7 +27,7 @@ import ast
 import functools
 import re
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .import_rules import EVERY_LAYER, Layer, Violation, check_imports, covers, layer_of, read_layers
 
@@ -279,6 +279,14 @@ CLASS_LINE_LIMIT = 420
 #: What may be over a limit, with why: a module (``file``) or a class (``file:Class``). Issue 36
 #: emptied it; an entry that is no longer over its limit fails the test, so the set only shrinks.
 SPLIT_IN_PROGRESS: FrozenSet[str] = frozenset()
+#: Limits raised for one module or class of one responsibility, with why (issue 46, item 3: a class
+#: over the limit that is one responsibility is better whole than in mixins). Each must still need it.
+RAISED_LIMITS: Dict[str, int] = {
+    # The facade of the tool registry: every public method with its documentation, each delegating
+    # in a line or two to a part that owns its state (registry_servers, model_calls, supervisor).
+    "mcp/registry.py": 620,
+    "mcp/registry.py:ToolRegistry": 490,
+}
 
 
 def _classes(node: ast.AST, prefix: str = "") -> Iterator[Tuple[str, int]]:
@@ -308,10 +316,16 @@ def oversized(sources: Mapping[str, str]) -> Dict[str, int]:
 
 def test_no_module_or_class_is_over_the_size_limits() -> None:
     found = oversized(package_sources())
-    over = sorted(f"{name} ({lines} lines)" for name, lines in found.items() if name not in SPLIT_IN_PROGRESS)
+    over = sorted(
+        f"{name} ({lines} lines)"
+        for name, lines in found.items()
+        if name not in SPLIT_IN_PROGRESS and lines > RAISED_LIMITS.get(name, 0)
+    )
     assert over == [], f"over {MODULE_LINE_LIMIT} lines a module or {CLASS_LINE_LIMIT} a class: split by concern"
     split = sorted(SPLIT_IN_PROGRESS - set(found))
     assert split == [], "no longer over the limit: remove these from SPLIT_IN_PROGRESS"
+    unneeded = sorted(set(RAISED_LIMITS) - set(found))
+    assert unneeded == [], "within the house's limit again: remove these from RAISED_LIMITS"
 
 
 def test_the_size_check_measures_modules_and_nested_classes() -> None:
@@ -325,6 +339,91 @@ def test_the_size_check_measures_modules_and_nested_classes() -> None:
         "big.py:Outer": CLASS_LINE_LIMIT + 2,
         "big.py:Outer.Inner": CLASS_LINE_LIMIT + 1,
     }
+
+
+# -- import cycles (issue 46, item 8) -------------------------------------------------------------
+
+
+def _module_file(parts: Sequence[str], sources: Mapping[str, str]) -> Optional[str]:
+    for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+        if candidate in sources:
+            return candidate
+    return None
+
+
+def import_graph(sources: Mapping[str, str]) -> Dict[str, Set[str]]:
+    """Module -> the modules of the package it imports, wherever the import stands (``TYPE_CHECKING`` too)."""
+    graph: Dict[str, Set[str]] = {}
+    for path, text in sources.items():
+        package = path.split("/")[:-1]
+        found: Set[str] = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - node.level + 1]
+                    base = [*base, *(node.module or "").split(".")] if node.module else base
+                elif (node.module or "").split(".")[0] == "jsonrpc_threads":
+                    base = (node.module or "").split(".")[1:]
+                else:
+                    continue
+                for alias in node.names:  # a submodule by name, else a name of the module
+                    found.add(_module_file([*base, alias.name], sources) or _module_file(base, sources) or "")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("jsonrpc_threads."):
+                        found.add(_module_file(alias.name.split(".")[1:], sources) or "")
+        graph[path] = found - {"", path}
+    return graph
+
+
+def import_cycles(graph: Mapping[str, Set[str]], under: str) -> List[List[str]]:
+    """The import cycles among the modules ``under`` a folder: one path round each strongly connected group."""
+    nodes = sorted(path for path in graph if path.startswith(under))
+    cycles: List[List[str]] = []
+    done: Set[str] = set()
+    for start in nodes:
+        stack: List[Tuple[str, List[str]]] = [(start, [start])]
+        seen: Set[str] = set()
+        while stack:
+            node, trail = stack.pop()
+            for target in sorted(graph.get(node, ())):
+                if not target.startswith(under) or target in done:
+                    continue
+                if target == start:
+                    cycles.append([*trail, start])
+                    stack = []
+                    break
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*trail, target]))
+        done.add(start)
+    return cycles
+
+
+#: Known cycles, each with why; it only shrinks (an entry no longer found fails the test).
+KNOWN_CYCLES: Dict[Tuple[str, ...], str] = {
+    ("mcp/catalog.py", "mcp/skills.py", "mcp/catalog.py"): (
+        "skills.py names catalog's CatalogCalls mixin as its client's type (TYPE_CHECKING only); "
+        "issue 46 item 3 (the mixins) ends it"
+    ),
+}
+
+
+def test_no_import_cycle_among_the_mcp_modules() -> None:
+    cycles = [tuple(cycle) for cycle in import_cycles(import_graph(package_sources()), "mcp/")]
+    assert [cycle for cycle in cycles if cycle not in KNOWN_CYCLES] == [], "an import cycle in mcp/"
+    assert sorted(set(KNOWN_CYCLES) - set(cycles)) == [], "no longer a cycle: remove it from KNOWN_CYCLES"
+
+
+def test_the_cycle_check_sees_a_cycle_through_a_type_checking_import() -> None:
+    tree = {
+        "mcp/__init__.py": "",
+        "mcp/a.py": "from .b import B\n",
+        "mcp/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import C\n",
+        "mcp/c.py": "from jsonrpc_threads.mcp import a\n",
+        "mcp/d.py": "from . import a\n",
+    }
+    assert import_cycles(import_graph(tree), "mcp/") == [["mcp/a.py", "mcp/b.py", "mcp/c.py", "mcp/a.py"]]
 
 
 if __name__ == "__main__":

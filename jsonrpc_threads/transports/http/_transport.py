@@ -114,9 +114,18 @@ class HttpTransport:
             make to resume; also the failed GETs in a row after which the
             listen stream is given up.
         verify: TLS verification, as in ``requests`` (a bool or a CA bundle path).
+        sender: how requests go out, a performance strategy (see "Strategies"
+            in ``docs/internals.md``): ``"direct"`` (the default) prepares and
+            sends each request straight through the session's adapter, doing
+            once what ``requests`` redoes per request (merged settings, the
+            pool's lookup), and writes a request's head and small body in one
+            system call; a URL a proxy serves goes the plain way anyway.
+            ``"requests"``: the plain one, the reference the same tests run:
+            ``Session.prepare_request`` and ``Session.send`` as they are.
 
     Raises:
-        ValueError: for a URL that is not ``http(s)://host...`` or bad limits.
+        ValueError: for a URL that is not ``http(s)://host...``, bad limits or
+            an unknown ``sender``.
 
     Attributes:
         url: the endpoint.
@@ -138,6 +147,7 @@ class HttpTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_resumptions: int = DEFAULT_MAX_RESUMPTIONS,
         verify: Union[bool, str] = True,
+        sender: str = "direct",
     ) -> None:
         check_url(url)
         self.settings = settings = HttpSettings(
@@ -150,6 +160,7 @@ class HttpTransport:
             max_message_bytes=max_message_bytes,
             max_resumptions=max_resumptions,
             verify=verify,
+            sender=sender,
         )
         self.url = url
         self.label = url_label(url)
