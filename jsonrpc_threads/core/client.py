@@ -4,11 +4,11 @@ Theory of operation.  A request's life is decided by the protocol core
 (``protocol``: ids, the pending table, ordering, expiry, no I/O) and acted
 on by the threaded shell (``shell``: one lock around the core, the timer,
 the workers, the settling of futures; beside it, the peer's own messages,
-``peer_messages``, and the close, ``teardown``).  This module is the face of
-all of them: it
-checks what the caller passes where it enters (a timeout once, into a
-deadline that every later step spends), registers the request before its
-bytes go out, and hands the rest over.
+``peer_messages``, and the close, ``teardown``; a streamed answer,
+``streams``).  This module is the face of all of them: it checks what the
+caller passes where it enters (a timeout once, into a deadline that every
+later step spends), registers the request before its bytes go out, and hands
+the rest over.
 
 - ``request()`` returns a ``RequestFuture`` (a
   ``concurrent.futures.Future``), whose deadline the core keeps;
@@ -38,6 +38,7 @@ from ..transports.base import Transport, describe
 from .peer_messages import NotificationHandler, RequestHandler
 from .protocol import Connection
 from .shell import Shell
+from .streams import IsFinal, ResponseStream, start_stream
 from .teardown import HANDLER_SHUTDOWN_GRACE_S, SECOND_CLOSE_WAIT_S, Teardown
 
 if TYPE_CHECKING:
@@ -221,6 +222,23 @@ class JsonRpcClient(Closing):
             waiter.finish()  # its wake pipe back to the pool, the settler's byte read
         return waiter.result()
 
+    def request_stream(
+        self,
+        method: str,
+        params: messages.Params = None,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        is_final: Optional[IsFinal] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> ResponseStream:
+        """Send a request the peer answers with many responses to its id: a ``ResponseStream`` of their results.
+
+        ``is_final(result)`` (on the iterating thread; ``None``: never) tells the last one; ``timeout`` bounds the
+        whole stream.  Args and Raises as ``request``; what iterating raises: ``ResponseStream``.
+        """
+        self._teardown.check_process()
+        return start_stream(self._shell, method, params, self.resolve_timeout(timeout), is_final, headers)
+
     def notify(
         self,
         method: str,
@@ -262,10 +280,9 @@ class JsonRpcClient(Closing):
             self._transport.send(data, (), deadline=deadline, headers=headers)
 
     def cancel(self, future: Any, reason: str = "Cancelled by the client") -> bool:
-        """Withdraw the request behind ``future`` (from ``request``) and tell the peer why.
+        """Withdraw the request behind ``future`` (from ``request``, or a ``request_stream``) and tell the peer why.
 
-        Same as ``future.cancel()``, with the ``reason`` sent in the cancellation
-        notification (where the client is configured to send one).
+        Same as ``future.cancel()``, with ``reason`` in the cancellation notification (where one is sent).
 
         Returns:
             True when the future is cancelled (now or before), False when it had settled.
@@ -293,24 +310,21 @@ class JsonRpcClient(Closing):
     def on_request(self, method: str, handler: RequestHandler) -> None:
         """Answer the peer's requests for ``method`` with ``handler(params)``.
 
-        The handler runs on a handler worker and may call back into this client.
-        Its return value is the result; raising a ``JsonRpcError`` answers
-        with that error; anything else it raises (``SystemExit`` included)
-        answers -32603 with the exception's class name (the traceback is
-        logged, not sent).  Requests for methods without a handler are answered
-        -32601.  Registering again replaces the handler.
+        The handler runs on a handler worker and may call back into this client.  Its return value is
+        the result; raising a ``JsonRpcError`` answers with that error; anything else it raises
+        (``SystemExit`` included) answers -32603 with the exception's class name (the traceback is
+        logged, not sent).  Methods without a handler are answered -32601.  Registering again replaces it.
         """
         self._shell.peer.request_handlers[method] = handler
 
     def on_notification(self, method: str, handler: NotificationHandler) -> None:
         """Call ``handler(params)`` for the peer's notifications of ``method``.
 
-        Notification handlers run one at a time, in arrival order, on the
-        client's notification thread; what they raise is logged.  A response
-        that arrives after a notification is delivered after that
-        notification's handler returned (or at its request's deadline,
-        whichever comes first), so keep handlers short.  A handler may call
-        this client: its own requests' responses never wait behind it.
+        Notification handlers run one at a time, in arrival order, on the client's notification
+        thread; what they raise is logged.  A response that arrives after a notification is delivered
+        after that notification's handler returned (or at its request's deadline, whichever comes
+        first), so keep handlers short.  A handler may call this client: its own requests' responses
+        never wait behind it.
         """
         shell = self._shell
         shell.peer.notification_handlers[method] = handler
@@ -368,15 +382,12 @@ class JsonRpcClient(Closing):
     def close(self) -> None:
         """Fail every pending request with ``TransportClosed``, then close the transport.
 
-        Bounded in time (the transport's escalation, then
-        ``HANDLER_SHUTDOWN_GRACE_S`` for running handlers and
-        ``CALLBACK_SHUTDOWN_GRACE_S`` for queued done-callbacks).  Idempotent
-        and thread-safe; a second caller waits (bounded) for the first to
-        finish, unless it is one of this client's own threads.
-
-        In a process forked after the client was made, only this process's
-        copies of the transport's descriptors are let go: nothing is signalled,
-        sent or waited for, and the parent's server and session live on.
+        Bounded in time (the transport's escalation, then ``HANDLER_SHUTDOWN_GRACE_S`` for running
+        handlers and ``CALLBACK_SHUTDOWN_GRACE_S`` for queued done-callbacks).  Idempotent and
+        thread-safe; a second caller waits (bounded) for the first, unless it is one of this client's
+        own threads.  In a process forked after the client was made, only this process's copies of the
+        transport's descriptors are let go: nothing is signalled, sent or waited for, and the parent's
+        server and session live on.
         """
         self._teardown.close()
 
