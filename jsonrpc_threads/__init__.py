@@ -36,7 +36,7 @@ TYPE_CHECKING = False  # typing, logging and importlib are not loaded here: see 
 if TYPE_CHECKING:
     from typing import Any, Dict, List
 
-    from .client import DEFAULT_TIMEOUT, Batch, JsonRpcClient, lsp_cancellation, mcp_cancellation
+    from .client import DEFAULT_TIMEOUT, Batch, JsonRpcClient, ResponseStream, lsp_cancellation, mcp_cancellation
     from .transports.base import MessageSink, Transport
     from .transports.config import transport_from_config
     from .transports.http import HttpTransport
@@ -48,6 +48,7 @@ _LAZY: Dict[str, str] = {
     "DEFAULT_TIMEOUT": ".client",
     "Batch": ".client",
     "JsonRpcClient": ".client",
+    "ResponseStream": ".client",
     "lsp_cancellation": ".client",
     "mcp_cancellation": ".client",
     "MessageSink": ".transports.base",
@@ -95,6 +96,7 @@ __all__ = [
     "RemoteError",
     "RequestCancelled",
     "RequestTimeout",
+    "ResponseStream",
     "SessionExpired",
     "SseTransport",
     "StdioTransport",

@@ -52,6 +52,11 @@ class LazyLogger:
         self._logger: Optional[logging.Logger] = None
 
     @property
+    def loaded(self) -> bool:
+        """Whether the real logger was made already (``logger`` was asked for)."""
+        return self._logger is not None
+
+    @property
     def logger(self) -> logging.Logger:
         """The real ``logging.Logger`` (imports ``logging``)."""
         logger = self._logger

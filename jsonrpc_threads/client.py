@@ -20,6 +20,7 @@ from .core.client import (
     mcp_cancellation,
 )
 from .core.peer_messages import ANSWER_SEND_TIMEOUT_S, CANCELLATION_SEND_TIMEOUT_S
+from .core.streams import ResponseStream
 from .core.teardown import CALLBACK_SHUTDOWN_GRACE_S
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Batch",
     "JsonRpcClient",
+    "ResponseStream",
     "Timeout",
     "lsp_cancellation",
     "mcp_cancellation",

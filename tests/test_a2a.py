@@ -34,6 +34,7 @@ from jsonrpc_threads.a2a import (
     text_of,
 )
 from jsonrpc_threads.errors import MethodNotFound, ProtocolError, RemoteError
+from jsonrpc_threads.transports.http import DEFAULT_MAX_WORKERS
 
 from .a2a_support import AgentProcess, needs_a2a_sdk, seen
 
@@ -45,7 +46,6 @@ TIMEOUT_S = 30.0
 SHORT_S = 0.5
 #: How late past its timeout a call may return (a loaded machine).
 LATE_S = 2.0
-STREAM_THREAD = "jsonrpc-http-stream"
 
 
 @pytest.fixture(scope="module")
@@ -67,15 +67,14 @@ def client(agent: AgentProcess) -> Iterator[A2aClient]:
         yield a2a
 
 
-def stream_threads() -> List[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith(STREAM_THREAD)]
+def open_streams(a2a: A2aClient) -> int:
+    """The requests the client's JSON-RPC client holds open (a stream is one until it ends or is closed)."""
+    agent = a2a._connection.agent  # the client on the agent's interface, once the card came
+    return 0 if agent is None else agent.rpc.stats()["pending"]
 
 
-def wait_for_no_stream_thread(timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    for thread in stream_threads():
-        thread.join(max(0.0, deadline - time.monotonic()))
-    assert stream_threads() == []
+def assert_no_open_stream(a2a: A2aClient) -> None:
+    assert open_streams(a2a) == 0
 
 
 def card_fetches(base: str) -> int:
@@ -210,7 +209,7 @@ def test_a_task_streams_its_status_updates_and_artifact_in_order(client: A2aClie
     updates = [text for kind, text in zip(kinds, texts) if kind == "status-update" and text]
     assert updates == ["working on it", "step 1", "step 2", "step 3"]
     assert [t for k, t in zip(kinds, texts) if k == "artifact-update"] == ["done: 3"]
-    wait_for_no_stream_thread()
+    assert_no_open_stream(client)
 
 
 def test_a_streamed_message_reply_is_one_event(client: A2aClient) -> None:
@@ -238,7 +237,7 @@ def test_a_working_task_times_the_stream_and_wait_out_and_cancels(client: A2aCli
     assert SHORT_S <= time.monotonic() - started < SHORT_S + LATE_S
     assert timed_out.value.timeout == SHORT_S and timed_out.value.method == "SendStreamingMessage"
     assert [state_of(e) for e in seen_events][-1] == "working"
-    wait_for_no_stream_thread()
+    assert_no_open_stream(client)
 
     task = client.send_message("forever", return_immediately=True)
     assert state_of(task) in ("submitted", "working")
@@ -252,7 +251,7 @@ def test_a_working_task_times_the_stream_and_wait_out_and_cancels(client: A2aCli
     with pytest.raises(TaskNotCancelable) as again:
         client.cancel_task(task["id"])
     assert again.value.code == -32002
-    wait_for_no_stream_thread()
+    assert_no_open_stream(client)
 
 
 def test_subscribe_follows_a_running_task_to_its_end(client: A2aClient) -> None:
@@ -308,21 +307,31 @@ def test_a2as_error_codes_become_their_classes_with_code_and_data(client: A2aCli
     with pytest.raises(UnsupportedOperation) as ended:
         list(client.subscribe(done["id"]))
     assert ended.value.code == -32004
-    wait_for_no_stream_thread()
+    assert_no_open_stream(client)
 
 
 # -- streams: closing, dropping, many at once --------------------------------------------------
 
 
-def test_closing_a_stream_early_closes_it_and_leaves_no_thread(client: A2aClient) -> None:
+def test_closing_a_stream_early_withdraws_its_request(client: A2aClient) -> None:
     events = client.stream_message("forever")
     assert event_kind(next(events)) == "task"
-    assert len(stream_threads()) == 1
+    assert open_streams(client) == 1
     events.close()
-    assert stream_threads() == [] and events.closed
+    assert open_streams(client) == 0 and events.closed
     with pytest.raises(StopIteration):
         next(events)
     assert client.send_message("still fine")["parts"] == [{"text": "echo: still fine"}]
+
+
+def test_streams_closed_early_free_the_transports_threads(client: A2aClient) -> None:
+    # Each stream is read on one of the transport's pool threads: were a closed one's thread
+    # not freed, the stream after the last free thread would wait for one until its timeout.
+    for _ in range(DEFAULT_MAX_WORKERS + 1):
+        events = client.stream_message("forever", timeout=TIMEOUT_S)
+        assert event_kind(next(events)) == "task"
+        events.close()
+    assert_no_open_stream(client)
 
 
 def test_leaving_a_for_early_and_dropping_the_stream_closes_it(client: A2aClient) -> None:
@@ -330,7 +339,7 @@ def test_leaving_a_for_early_and_dropping_the_stream_closes_it(client: A2aClient
         assert event_kind(event) == "task"
         break
     gc.collect()
-    wait_for_no_stream_thread()
+    assert_no_open_stream(client)
 
 
 def test_closing_the_client_fails_a_running_stream_at_once(agent: AgentProcess) -> None:
@@ -347,7 +356,7 @@ def test_closing_the_client_fails_a_running_stream_at_once(agent: AgentProcess) 
     with pytest.raises(TransportClosed):
         a2a.send_message("after")
     a2a.close()  # idempotent
-    wait_for_no_stream_thread()
+    assert_no_open_stream(a2a)
 
 
 def test_many_threads_share_one_client(client: A2aClient) -> None:
@@ -360,7 +369,7 @@ def test_many_threads_share_one_client(client: A2aClient) -> None:
     with ThreadPoolExecutor(16) as pool:
         answers = list(pool.map(one, range(32)))
     assert answers == [f"done: {n}" if n % 2 else f"done: {n % 4 + 1}" for n in range(32)]
-    wait_for_no_stream_thread()
+    assert_no_open_stream(client)
 
 
 # -- a server that dies mid-stream -------------------------------------------------------------
@@ -375,9 +384,9 @@ def test_a_server_that_dies_mid_stream_raises_a_clear_error_and_leaves_nothing()
         with pytest.raises(HttpConnectionError) as broke:
             next(events)
         assert time.monotonic() - started < DIE_WAIT_S
-        assert "/rpc: the SSE answer broke" in broke.value.message
+        assert "/rpc: the SSE stream broke" in broke.value.message
         assert dying.wait_exit(DIE_WAIT_S) == 3
-        wait_for_no_stream_thread()
+        assert_no_open_stream(a2a)
         with pytest.raises(HttpConnectionError):
             a2a.send_message("anyone?")
 
@@ -417,14 +426,14 @@ def test_a_v03_agent_is_told_apart_by_its_card_and_spoken_to_in_v03(flags: Any) 
             a2a.list_tasks()
         posts = [r for r in seen(old.url) if r["method"] == "POST"]
         assert posts and all(r["headers"]["a2a-version"] == "0.3" for r in posts)
-        wait_for_no_stream_thread()
+        assert_no_open_stream(a2a)
 
 
 def test_an_agent_that_cannot_stream_is_waited_for_by_polling() -> None:
     with AgentProcess("--no-streaming") as agent, A2aClient(agent.url, default_timeout=TIMEOUT_S) as a2a:
         task = a2a.send_message("steps 5", return_immediately=True)
         assert state_of(a2a.wait(task["id"])) == "completed"
-        assert stream_threads() == []
+        assert_no_open_stream(a2a)
 
 
 # -- credentials go only where the caller trusts -----------------------------------------------

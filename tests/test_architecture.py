@@ -18,7 +18,13 @@ to it must say why, and an entry that no longer occurs fails too.
 
 Sizes: no module over ``MODULE_LINE_LIMIT`` lines and no class over
 ``CLASS_LINE_LIMIT`` (the house's ~500 and ~400), but for ``SPLIT_IN_PROGRESS``,
-which only shrinks.
+which only shrinks, and ``RAISED_LIMITS``: a class that is one responsibility,
+whole on purpose, with its own limit and why.
+
+State: no class uses a private attribute (``self._x``) that it neither sets in
+one of its methods nor defines in its body (``foreign_private_state``): a mixin
+that reads its host's state, or a subclass its base's, hides what a reader of its
+file cannot see.  ``SHARED_PRIVATE_STATE`` only shrinks.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import ast
 import functools
 import re
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .import_rules import EVERY_LAYER, Layer, Violation, check_imports, covers, layer_of, read_layers
 
@@ -279,6 +285,22 @@ CLASS_LINE_LIMIT = 420
 #: What may be over a limit, with why: a module (``file``) or a class (``file:Class``). Issue 36
 #: emptied it; an entry that is no longer over its limit fails the test, so the set only shrinks.
 SPLIT_IN_PROGRESS: FrozenSet[str] = frozenset()
+#: Limits raised for one module or class of one responsibility, with why (issue 46, item 3: a class
+#: over the limit that is one responsibility is better whole than in mixins). Each must still need it.
+RAISED_LIMITS: Dict[str, int] = {
+    # The facade of the tool registry: every public method with its documentation, each delegating
+    # in a line or two to a part that owns its state (registry_servers, model_calls, supervisor).
+    "mcp/registry.py": 620,
+    "mcp/registry.py:ToolRegistry": 490,
+    # The public face of MCP: every method makes its deadline, takes a lease and hands the call to a
+    # part that owns its state (connection.py, catalog.py); its length is the documented signatures of
+    # the public API (the reference is made from these docstrings), which mixins only hid in other files.
+    "mcp/session.py": 655,
+    "mcp/session.py:McpClient": 560,
+    # The public face of LSP, likewise: its parts are editing.py (documents) and queries.py.
+    "lsp/client.py": 760,
+    "lsp/client.py:LspClient": 640,
+}
 
 
 def _classes(node: ast.AST, prefix: str = "") -> Iterator[Tuple[str, int]]:
@@ -308,10 +330,16 @@ def oversized(sources: Mapping[str, str]) -> Dict[str, int]:
 
 def test_no_module_or_class_is_over_the_size_limits() -> None:
     found = oversized(package_sources())
-    over = sorted(f"{name} ({lines} lines)" for name, lines in found.items() if name not in SPLIT_IN_PROGRESS)
+    over = sorted(
+        f"{name} ({lines} lines)"
+        for name, lines in found.items()
+        if name not in SPLIT_IN_PROGRESS and lines > RAISED_LIMITS.get(name, 0)
+    )
     assert over == [], f"over {MODULE_LINE_LIMIT} lines a module or {CLASS_LINE_LIMIT} a class: split by concern"
     split = sorted(SPLIT_IN_PROGRESS - set(found))
     assert split == [], "no longer over the limit: remove these from SPLIT_IN_PROGRESS"
+    unneeded = sorted(set(RAISED_LIMITS) - set(found))
+    assert unneeded == [], "within the house's limit again: remove these from RAISED_LIMITS"
 
 
 def test_the_size_check_measures_modules_and_nested_classes() -> None:
@@ -325,6 +353,196 @@ def test_the_size_check_measures_modules_and_nested_classes() -> None:
         "big.py:Outer": CLASS_LINE_LIMIT + 2,
         "big.py:Outer.Inner": CLASS_LINE_LIMIT + 1,
     }
+
+
+# -- parts own their state: no class uses private attributes it does not set (issue 46, item 3) -------
+
+#: Classes that use ``self._x`` set elsewhere, with why.  Mixins that share private state are what issue
+#: 46 item 3 ends: an entry that no longer needs it fails the test, so the set only shrinks.
+SHARED_PRIVATE_STATE: Dict[str, str] = {}
+
+
+def _own_names(cls: ast.ClassDef) -> Set[str]:
+    """What the class body defines: methods, nested classes, class attributes (fields of a dataclass
+    or ``NamedTuple`` too).  A bare annotation elsewhere only declares state set by someone else."""
+    fields = any("dataclass" in ast.unparse(d) for d in cls.decorator_list) or any(
+        ast.unparse(base).endswith("NamedTuple") for base in cls.bases
+    )
+    names: Set[str] = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.update([node.target.id] if node.value is not None or fields else [])
+    return names
+
+
+def _in_method(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node of a method, its closures included, but not of a class defined in it."""
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, ast.ClassDef):
+            yield child
+            yield from _in_method(child)
+
+
+def _self_attributes(cls: ast.ClassDef) -> Tuple[Set[str], Set[str]]:
+    """The private ``self._x`` names the class's methods use, and every ``self.x`` they set."""
+    used: Set[str] = set()
+    assigned: Set[str] = set()
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        arguments = method.args.posonlyargs + method.args.args
+        selves = {"self"} | ({arguments[0].arg} if arguments else set())  # ``self`` made in ``__new__`` too
+        for node in _in_method(method):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in selves:
+                if node.attr.startswith("_") and not node.attr.endswith("__"):
+                    used.add(node.attr)
+                if isinstance(node.ctx, ast.Store):
+                    assigned.add(node.attr)
+            elif (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) in ("object.__setattr__", "setattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in selves
+                and isinstance(node.args[1], ast.Constant)
+            ):
+                assigned.add(str(node.args[1].value))
+    return used, assigned
+
+
+def foreign_private_state(sources: Mapping[str, str]) -> Dict[str, List[str]]:
+    """Every class (``file:Class``) that uses a ``self._x`` neither its body defines nor its methods set
+    -> those names: state it shares with a base or a mixin, which a reader of its file cannot see."""
+    found: Dict[str, List[str]] = {}
+    for path, text in sources.items():
+        for cls in (node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.ClassDef)):
+            used, assigned = _self_attributes(cls)
+            foreign = sorted(used - assigned - _own_names(cls))
+            if foreign:
+                found[f"{path}:{cls.name}"] = foreign
+    return found
+
+
+def test_every_class_owns_the_private_state_it_uses() -> None:
+    """A reader of one file knows every name it touches: no mixin reads another's private state (issue 46)."""
+    found = foreign_private_state(package_sources())
+    shared = sorted(f"{name}: {names}" for name, names in found.items() if name not in SHARED_PRIVATE_STATE)
+    assert shared == [], "private state set in another class: make it a part the class holds and passes"
+    stale = sorted(set(SHARED_PRIVATE_STATE) - set(found))
+    assert stale == [], "these own their state now: remove them from SHARED_PRIVATE_STATE"
+
+
+def test_the_private_state_check_finds_a_mixin_and_spares_what_a_class_sets() -> None:
+    sources = {
+        "mixin.py": (
+            "class Calls:\n"
+            "    _rpc: object\n"
+            "    def call(self):\n        return self._rpc.call(self._deadline())\n"
+            "class Face(Closing, Calls):\n"
+            "    def __init__(self, rpc):\n        self._rpc = rpc\n"
+            "    def _deadline(self):\n        return 1\n"
+            "class Base:\n    def __init__(self):\n        self._session = 1\n"
+            "class Sub(Base):\n    def send(self):\n        return self._session\n"
+        ),
+        "owned.py": (
+            "from dataclasses import dataclass\n"
+            "@dataclass\nclass Record:\n    _hidden: int\n    def peek(self):\n        return self._hidden\n"
+            "class Error(Exception):\n"
+            "    _LIMIT = 3\n"
+            "    def __new__(cls, *args):\n        self = super().__new__(cls)\n        self._args = args\n"
+            "        return self\n"
+            "    def later(me):\n"
+            "        def step():\n            me._count += 1\n"
+            "        object.__setattr__(me, '_frozen', True)\n"
+            "        return step, me._args, me._frozen, me._LIMIT, me.__dict__\n"
+            "    def _count_once(self):\n        self._count = 0\n"
+        ),
+    }
+    assert foreign_private_state(sources) == {"mixin.py:Calls": ["_deadline", "_rpc"], "mixin.py:Sub": ["_session"]}
+
+
+# -- import cycles (issue 46, item 8) -------------------------------------------------------------
+
+
+def _module_file(parts: Sequence[str], sources: Mapping[str, str]) -> Optional[str]:
+    for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+        if candidate in sources:
+            return candidate
+    return None
+
+
+def import_graph(sources: Mapping[str, str]) -> Dict[str, Set[str]]:
+    """Module -> the modules of the package it imports, wherever the import stands (``TYPE_CHECKING`` too)."""
+    graph: Dict[str, Set[str]] = {}
+    for path, text in sources.items():
+        package = path.split("/")[:-1]
+        found: Set[str] = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - node.level + 1]
+                    base = [*base, *(node.module or "").split(".")] if node.module else base
+                elif (node.module or "").split(".")[0] == "jsonrpc_threads":
+                    base = (node.module or "").split(".")[1:]
+                else:
+                    continue
+                for alias in node.names:  # a submodule by name, else a name of the module
+                    found.add(_module_file([*base, alias.name], sources) or _module_file(base, sources) or "")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("jsonrpc_threads."):
+                        found.add(_module_file(alias.name.split(".")[1:], sources) or "")
+        graph[path] = found - {"", path}
+    return graph
+
+
+def import_cycles(graph: Mapping[str, Set[str]], under: str) -> List[List[str]]:
+    """The import cycles among the modules ``under`` a folder: one path round each strongly connected group."""
+    nodes = sorted(path for path in graph if path.startswith(under))
+    cycles: List[List[str]] = []
+    done: Set[str] = set()
+    for start in nodes:
+        stack: List[Tuple[str, List[str]]] = [(start, [start])]
+        seen: Set[str] = set()
+        while stack:
+            node, trail = stack.pop()
+            for target in sorted(graph.get(node, ())):
+                if not target.startswith(under) or target in done:
+                    continue
+                if target == start:
+                    cycles.append([*trail, start])
+                    stack = []
+                    break
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*trail, target]))
+        done.add(start)
+    return cycles
+
+
+#: Known cycles, each with why; it only shrinks (an entry no longer found fails the test).
+KNOWN_CYCLES: Dict[Tuple[str, ...], str] = {}
+
+
+def test_no_import_cycle_among_the_mcp_modules() -> None:
+    cycles = [tuple(cycle) for cycle in import_cycles(import_graph(package_sources()), "mcp/")]
+    assert [cycle for cycle in cycles if cycle not in KNOWN_CYCLES] == [], "an import cycle in mcp/"
+    assert sorted(set(KNOWN_CYCLES) - set(cycles)) == [], "no longer a cycle: remove it from KNOWN_CYCLES"
+
+
+def test_the_cycle_check_sees_a_cycle_through_a_type_checking_import() -> None:
+    tree = {
+        "mcp/__init__.py": "",
+        "mcp/a.py": "from .b import B\n",
+        "mcp/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import C\n",
+        "mcp/c.py": "from jsonrpc_threads.mcp import a\n",
+        "mcp/d.py": "from . import a\n",
+    }
+    assert import_cycles(import_graph(tree), "mcp/") == [["mcp/a.py", "mcp/b.py", "mcp/c.py", "mcp/a.py"]]
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ one CPU shared with the child) against ``tests/peers/stdio_peer.py``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -16,7 +17,7 @@ import threading
 import time
 from concurrent.futures import CancelledError, Future, wait
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
@@ -33,13 +34,30 @@ from jsonrpc_threads import (
 
 from .conftest import peer_command
 from .helpers import scripted
+from .strategies import CLIENT_CHOICES, CLIENT_IDS
 
 WAIT_S = 10.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: The client's strategies this test runs with (``tests/strategies.py``).
+CHOSEN: Dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True, params=CLIENT_CHOICES, ids=CLIENT_IDS)
+def strategies(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test here, with the client's default strategies and with the plain ones."""
+    CHOSEN.update(request.param)
+    try:
+        yield
+    finally:
+        CHOSEN.clear()
+
+
+def client_of(transport: Any, **options: Any) -> JsonRpcClient:
+    return JsonRpcClient(transport, **{**CHOSEN, **options})
 
 
 def make_client(**options: Any) -> JsonRpcClient:
-    return JsonRpcClient(scripted(), **options)
+    return client_of(scripted(), **options)
 
 
 @pytest.fixture
@@ -53,7 +71,7 @@ def client() -> Iterator[JsonRpcClient]:
 
 @pytest.fixture
 def stdio_client() -> Iterator[JsonRpcClient]:
-    c = JsonRpcClient(StdioTransport(peer_command("stdio_peer")))
+    c = client_of(StdioTransport(peer_command("stdio_peer")))
     try:
         yield c
     finally:
@@ -184,7 +202,7 @@ def test_garbage_and_invalid_lines_are_skipped(stdio_client: JsonRpcClient, capl
 
 def test_oversized_line_is_skipped_and_the_stream_goes_on() -> None:
     transport = StdioTransport(peer_command("stdio_peer"), max_line_bytes=64 * 1024)
-    with JsonRpcClient(transport) as c:
+    with client_of(transport) as c:
         assert c.call("oversized", {"bytes": 1024 * 1024}) == "ok"
         assert c.call("echo", ["after"]) == ["after"]
 
@@ -358,12 +376,27 @@ def test_missing_command_fails_at_construction() -> None:
     assert "definitely-not-here" in str(info.value)
 
 
+@pytest.mark.parametrize("keyword", ["waiter", "futures"])
+def test_an_unknown_strategy_is_refused_naming_the_choices(keyword: str) -> None:
+    transport = scripted()
+    with pytest.raises(ValueError, match=f"{keyword} must be one of .*'plain'"):
+        JsonRpcClient(transport, **{keyword: "fast"})
+    transport.close()
+
+
+def test_the_chosen_strategies_are_the_ones_used() -> None:
+    with make_client() as c:
+        future = c.request("echo", [1])
+        assert future.result(WAIT_S) == [1]
+        assert type(future).__name__ == ("PlainRequestFuture" if CHOSEN["futures"] == "plain" else "RequestFuture")
+
+
 def test_errors_are_json_rpc_errors() -> None:
     assert issubclass(RequestTimeout, JsonRpcError) and issubclass(TransportClosed, JsonRpcError)
 
 
 _ONE_CPU_SCRIPT = """
-import os, subprocess, sys, threading, time
+import json, os, subprocess, sys, threading, time
 sys.path.insert(0, sys.argv[1])
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # this thread, and all it starts, on one CPU
 from jsonrpc_threads import JsonRpcClient, StdioTransport
@@ -378,7 +411,7 @@ def switches(thread):
     return int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
 
 other = subprocess.Popen(peer, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-with JsonRpcClient(StdioTransport(peer)) as client:
+with JsonRpcClient(StdioTransport(peer), **json.loads(os.environ["CHOICES"])) as client:
     client.call("echo", [0], timeout=10)
     [reader] = [t for t in threading.enumerate() if t.name.startswith("jsonrpc-stdio-reader")]
     for _ in range(ROUNDS):
@@ -410,7 +443,7 @@ def test_calls_in_a_row_on_one_cpu_do_not_keep_waking_the_reader_thread() -> Non
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "SHAPE": f"{rounds} {calls} 1000"},
+        env={**os.environ, "SHAPE": f"{rounds} {calls} 1000", "CHOICES": json.dumps(CHOSEN)},
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -422,7 +455,7 @@ def test_calls_in_a_row_on_one_cpu_do_not_keep_waking_the_reader_thread() -> Non
 
 
 _CALLERS_ON_ONE_CPU_SCRIPT = """
-import os, sys, threading
+import json, os, sys, threading
 sys.path.insert(0, sys.argv[1])
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 from jsonrpc_threads import JsonRpcClient, StdioTransport
@@ -430,7 +463,7 @@ from jsonrpc_threads import JsonRpcClient, StdioTransport
 THREADS, CALLS = 16, 200
 fds = len(os.listdir("/proc/self/fd"))
 answered = []
-with JsonRpcClient(StdioTransport(sys.argv[2:])) as client:
+with JsonRpcClient(StdioTransport(sys.argv[2:]), **json.loads(os.environ["CHOICES"])) as client:
     start = threading.Barrier(THREADS)
 
     def caller(index):
@@ -450,14 +483,15 @@ print(len(answered), len(os.listdir("/proc/self/fd")) - fds)
 
 @pytest.mark.skipif(not (hasattr(os, "sched_setaffinity") and sys.platform.startswith("linux")), reason="needs Linux")
 def test_callers_sharing_one_cpu_each_get_their_answer_and_leave_no_descriptor() -> None:
-    # On one CPU the callers wait for their answers while the reader delivers and holds the
-    # writing: every interleaving there still gives each call its own answer, and close()
-    # leaves no descriptor open.
+    # On one CPU the callers wait for their answers while the reader delivers them: every
+    # interleaving there still gives each call its own answer, and close() leaves no
+    # descriptor open.
     result = subprocess.run(
         [sys.executable, "-c", _CALLERS_ON_ONE_CPU_SCRIPT, str(REPO_ROOT), *peer_command("stdio_peer")],
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "CHOICES": json.dumps(CHOSEN)},
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

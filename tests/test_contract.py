@@ -26,7 +26,10 @@ from .peers.http_peer import HttpPeer
 from .peers.sse_peer import SsePeer
 
 WAIT_S = 10.0
-TRANSPORTS = ["memory", "stdio", "http-json", "http-sse", "legacy-sse"]
+#: "-plain": every strategy's plain reference (tests/strategies.py): the client's waiter and
+#: futures, stdio's reads by the reader thread, HTTP's requests sent by requests itself.
+TRANSPORTS = ["memory", "stdio", "http-json", "http-sse", "legacy-sse", "stdio-plain", "http-json-plain"]
+PLAIN_CLIENT = {"waiter": "plain", "futures": "plain"}
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -43,8 +46,9 @@ def connect(kind: str) -> Iterator[Any]:
     def make(**options: Any) -> JsonRpcClient:
         if kind == "memory":
             transport: Any = scripted()
-        elif kind == "stdio":
-            transport = StdioTransport(peer_command("stdio_peer"))
+        elif kind.startswith("stdio"):
+            reads = "reader_thread" if kind.endswith("-plain") else "caller"
+            transport = StdioTransport(peer_command("stdio_peer"), reads=reads)
         elif kind == "legacy-sse":
             legacy = SsePeer().start()
             peers.append(legacy)
@@ -52,7 +56,10 @@ def connect(kind: str) -> Iterator[Any]:
         else:
             peer = HttpPeer().start()
             peers.append(peer)
-            transport = HttpTransport(peer.url_with("sse") if kind == "http-sse" else peer.url)
+            sender = "requests" if kind.endswith("-plain") else "direct"
+            transport = HttpTransport(peer.url_with("sse") if kind == "http-sse" else peer.url, sender=sender)
+        if kind.endswith("-plain"):
+            options = {**PLAIN_CLIENT, **options}
         client = JsonRpcClient(transport, **options)
         clients.append(client)
         return client

@@ -16,7 +16,7 @@ from typing import Any, Iterator, List, Optional
 import pytest
 
 from jsonrpc_threads import JsonRpcClient, RequestTimeout
-from jsonrpc_threads.core.futures import RequestFuture, settle_result
+from jsonrpc_threads.core.futures import PlainRequestFuture, RequestFuture, settle_result
 from jsonrpc_threads.runtime.settling import CallWaiter, library_settling
 from jsonrpc_threads.runtime.wake_pipes import WakePipes
 from jsonrpc_threads.testing import MemoryTransport
@@ -26,6 +26,12 @@ from .helpers import scripted
 WAIT_S = 10.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ON_LINUX = sys.platform.startswith("linux")
+
+
+@pytest.fixture(params=[RequestFuture, PlainRequestFuture], ids=["lean", "plain"])
+def future_class(request: pytest.FixtureRequest) -> Any:
+    """The future of a request(): lean (the default strategy) or Future as it is (the plain reference)."""
+    return request.param
 
 
 # -- the waiter of a call() ---------------------------------------------------------------------
@@ -143,9 +149,9 @@ def test_a_future_nobody_waits_on_settles_without_a_condition_and_waiters_still_
     assert woken == ["b", "b"] and withdrawn == []
 
 
-def test_cancel_withdraws_once_however_many_cancel_and_wait_sees_it() -> None:
+def test_cancel_withdraws_once_however_many_cancel_and_wait_sees_it(future_class: Any) -> None:
     withdrawn: List[Any] = []
-    future = RequestFuture(5, lambda *args: withdrawn.append(args))
+    future = future_class(5, lambda *args: withdrawn.append(args))
     racers = [threading.Thread(target=future.cancel) for _ in range(8)]
     for racer in racers:
         racer.start()
@@ -158,18 +164,18 @@ def test_cancel_withdraws_once_however_many_cancel_and_wait_sees_it() -> None:
         future.result(0)
     settle_result(future, "too late")  # the library finds it cancelled: nothing happens
     assert future.cancelled()
-    settled = RequestFuture(6, lambda *args: withdrawn.append(args))
+    settled = future_class(6, lambda *args: withdrawn.append(args))
     settle_result(settled, 1)
     assert not settled.cancel() and len(withdrawn) == 1
 
 
-def test_callbacks_go_to_the_runner_when_the_library_settles_and_run_here_otherwise() -> None:
+def test_callbacks_go_to_the_runner_when_the_library_settles_and_run_here_otherwise(future_class: Any) -> None:
     ran: List[str] = []
     handed: List[Any] = []
-    future = RequestFuture(1, lambda *args: None)
+    future = future_class(1, lambda *args: None)
     future.add_done_callback(lambda f: ran.append("first"))
     future.add_done_callback(lambda f: ran.append("second"))
-    other = RequestFuture(2, lambda *args: None)
+    other = future_class(2, lambda *args: None)
     other.add_done_callback(lambda f: ran.append("other"))
     with library_settling(handed.extend):
         settle_result(future, 1)
@@ -181,16 +187,18 @@ def test_callbacks_go_to_the_runner_when_the_library_settles_and_run_here_otherw
     assert ran == ["first", "second", "other"]
     future.add_done_callback(lambda f: ran.append("after"))  # done already: here, as concurrent.futures does
     assert ran[-1] == "after"
-    cancelled = RequestFuture(3, lambda *args: None)
+    cancelled = future_class(3, lambda *args: None)
     cancelled.add_done_callback(lambda f: ran.append("cancelled"))
     cancelled.cancel()  # the caller settles it: on this thread
     assert ran[-1] == "cancelled"
 
 
-def test_a_callback_raising_system_exit_is_logged_and_the_rest_run(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_callback_raising_system_exit_is_logged_and_the_rest_run(
+    caplog: pytest.LogCaptureFixture, future_class: Any
+) -> None:
     ran: List[str] = []
     handed: List[Any] = []
-    future = RequestFuture(1, lambda *args: None)
+    future = future_class(1, lambda *args: None)
 
     def leave(f: Future[Any]) -> None:
         raise SystemExit(2)
@@ -227,8 +235,8 @@ def test_done_callbacks_raising_system_exit_never_use_up_the_callback_workers() 
         assert ran.wait(WAIT_S), "a done-callback never ran after others raised SystemExit"
 
 
-def test_result_with_a_timeout_bounds_that_wait_only() -> None:
-    future = RequestFuture(1, lambda *args: None)
+def test_result_with_a_timeout_bounds_that_wait_only(future_class: Any) -> None:
+    future = future_class(1, lambda *args: None)
     with pytest.raises(concurrent.futures.TimeoutError):
         future.result(0.01)
     settle_result(future, "later")
@@ -256,9 +264,9 @@ def test_a_timeout_nobody_waited_for_is_made_when_first_asked_for_and_stays_the_
     assert future.exception(0) is error
 
 
-def test_threads_asking_at_once_for_a_timeout_get_one_error() -> None:
+def test_threads_asking_at_once_for_a_timeout_get_one_error(future_class: Any) -> None:
     for _ in range(50):
-        future = RequestFuture(1, lambda *args: None)
+        future = future_class(1, lambda *args: None)
         future.settle_timeout("m", 1, 0.1, "")
         seen: List[Any] = []
         barrier = threading.Barrier(4)
@@ -275,8 +283,8 @@ def test_threads_asking_at_once_for_a_timeout_get_one_error() -> None:
         assert len({id(error) for error in seen}) == 1
 
 
-def test_a_future_somebody_waits_on_times_out_with_its_error_at_once() -> None:
-    future = RequestFuture(3, lambda *args: None)
+def test_a_future_somebody_waits_on_times_out_with_its_error_at_once(future_class: Any) -> None:
+    future = future_class(3, lambda *args: None)
     with pytest.raises(concurrent.futures.TimeoutError):
         future.exception(0.001)  # a waiter: the Condition is made, and the settle goes through it
     future.settle_timeout("m", 3, 0.5, "")

@@ -243,6 +243,23 @@ def test_stats_count_calls_errors_timeouts_and_restarts() -> None:
         assert stats["*"]["calls"] == example["calls"]
 
 
+def test_stats_name_what_they_count_tool_calls_apart_from_requests_and_a_cancelled_call_shows() -> None:
+    with make_registry({"mcpServers": {"example": EXAMPLE}}) as registry:
+        for i in range(16):
+            registry.call_tool("example", "add", {"a": i, "b": 1})
+        with pytest.raises(RequestTimeout):
+            registry.call_tool("example", "slow", {"seconds": 30}, timeout=0.2)
+        message = registry.execute(openai_call("mcp__example__slow", {"seconds": 30}), timeout=0.2)
+        assert "the call was cancelled" in message["content"]
+        example = registry.stats()["example"]
+        assert example["tool_calls"] == 18 and example["tool_calls_cancelled"] == 2
+        assert example["tool_calls_failed"] == 0
+        assert example["requests"] == example["calls"] >= 20  # initialize and tools/list too
+        assert example["request_timeouts"] == example["timeouts"] == 2
+        assert example["requests_pending"] == example["pending"]
+        assert registry.stats()["*"]["tool_calls"] == 18
+
+
 def test_a_wire_trace_sees_every_message_in_order_on_a_thread_of_its_own() -> None:
     seen: List[Any] = []
     done = threading.Event()

@@ -6,16 +6,18 @@ import os
 import sys
 import threading
 import time
-from typing import Iterator, List
+from typing import Any, Iterator, List
 
 import pytest
 
+from jsonrpc_threads import JsonRpcClient
 from jsonrpc_threads.errors import RequestTimeout
 from jsonrpc_threads.runtime import settling, wake_pipes
 from jsonrpc_threads.runtime.settling import CallWaiter
-from jsonrpc_threads.runtime.wake_pipes import MAX_IDLE_WAKE_PIPES, MAX_WAKE_PIPES, WakePipes
+from jsonrpc_threads.runtime.wake_pipes import MAX_IDLE_WAKE_PIPES, MAX_WAKE_PIPES, PROCESS_WAKE_PIPES, WakePipes
 
 from .forking import run_script
+from .helpers import scripted
 from .test_core_futures import waiter_pool
 
 WAIT_S = 10.0
@@ -144,7 +146,7 @@ def test_a_byte_that_never_comes_sets_the_pipe_aside(pipes: WakePipes, monkeypat
     monkeypatch.setattr(settling, "WAKE_BYTE_WAIT_S", 0.05)
     waiter = CallWaiter(pipes)
     assert not waiter.wait(time.monotonic() + 0.01)
-    waiter._rouse.pop()  # a settler took the wake-up and never wrote (a broken settler)
+    waiter._posted = True  # a settler took the wake-up and never wrote (a broken settler)
     set_aside = len(wake_pipes._SET_ASIDE)
     waiter.finish()  # bounded, and the pipe is never reused
     assert len(wake_pipes._SET_ASIDE) == set_aside + 1
@@ -296,3 +298,21 @@ def test_on_one_cpu_a_wake_up_does_not_yield(
 def test_the_affinity_is_looked_at_again_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wake_pipes, "_one_cpu", [True, 0.0])  # stale: looked at again now
     assert wake_pipes._on_one_cpu() == (len(os.sched_getaffinity(0)) == 1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="wake pipes: Linux")
+@pytest.mark.parametrize("waiter", ["wake_pipe", "plain"])
+def test_only_the_wake_pipe_waiter_sleeps_on_the_process_pipes(waiter: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # JsonRpcClient(waiter=): "plain" never attaches to the process's pool nor takes a pipe from it.
+    taken: List[int] = []
+    real_take = PROCESS_WAKE_PIPES.take
+
+    def counting_take() -> Any:
+        taken.append(1)
+        return real_take()
+
+    monkeypatch.setattr(PROCESS_WAKE_PIPES, "take", counting_take)
+    with JsonRpcClient(scripted(), waiter=waiter) as client:
+        for _ in range(3):
+            assert client.call("sleep", {"seconds": 0.02, "result": 1}, timeout=WAIT_S) == 1
+    assert (len(taken) == 3) == (waiter == "wake_pipe"), taken

@@ -4,8 +4,8 @@ An agent talks to another over A2A (a2a-protocol.org, v1.0; v0.3 agents too,
 told apart by their card): JSON-RPC over HTTP, answers streamed as server-sent
 events.  ``A2aClient`` is that client, built on the package's public faces
 only: ``JsonRpcClient`` over an
-``HttpTransport`` (and its ``open_stream`` for the
-streaming methods), and the exception tree.
+``HttpTransport`` (its ``request_stream`` for the streaming methods, the
+transport's ``fetch`` for the card), and the exception tree.
 
     from jsonrpc_threads.a2a import A2aClient, text_of
 

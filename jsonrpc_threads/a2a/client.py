@@ -18,8 +18,8 @@ stream, each poll and subscription of ``A2aClient.wait``.
 
 Threads.  A call runs its request on the caller's thread (the HTTP exchange
 too, unless ``auth`` or a ``header_provider`` may block: then on the
-transport's pool, the caller waiting with its deadline); a stream reads on a
-thread of its own, ended when the stream ends or is closed.  No user code
+transport's pool, the caller waiting with its deadline); a stream is read on
+one of the transport's pool threads, freed when the stream ends or is closed.  No user code
 runs on a library thread: there are no callbacks.  Every method may be called
 from any thread, any number at once.
 """
@@ -210,7 +210,7 @@ class A2aClient:
         artifact-update dicts) that ends after a Message or once the task is
         terminal or interrupted; ``timeout`` bounds the whole stream.  Close it
         (``close()``, a ``with`` block, or leave a ``for`` early and drop it)
-        to stop early: the HTTP answer is closed and its thread ends.
+        to stop early: the HTTP answer is closed and its thread is free.
 
         Args: as ``send_message``.
 
@@ -365,8 +365,7 @@ class A2aClient:
     def _stream(
         self, agent: Agent, method: str, params: Dict[str, Any], deadline: Deadline, task_id: Optional[str] = None
     ) -> EventStream:
-        answer, request_id = self._connection.stream(method, params, deadline)
-        return EventStream(answer, request_id, method, agent.dialect, deadline, task_id)
+        return EventStream(self._connection.stream(method, params, deadline), agent.dialect, deadline, task_id)
 
     def _get_task(self, task_id: str, history_length: Optional[int], deadline: Deadline, method: str) -> Dict[str, Any]:
         agent = self._agent(deadline, method)

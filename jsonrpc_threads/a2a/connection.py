@@ -2,8 +2,7 @@
 
 Theory of operation.  An ``AgentConnection`` knows where the card is and
 what the caller gave to authenticate; the first call that needs the agent
-fetches the card (a GET through
-``open_stream``, on a
+fetches the card (a GET, ``HttpTransport.fetch``, on a
 transport made for it and closed after), chooses its JSON-RPC interface
 (``choose_interface``: the version, and so the dialect), and puts a
 ``JsonRpcClient`` on an
@@ -20,15 +19,16 @@ next caller (a network blip is not forever), one that succeeded is kept.  Then:
 
 - ``AgentConnection.call`` sends a request with ``JsonRpcClient.call``
   (the caller's thread carries the POST) and returns its result;
-- ``AgentConnection.stream`` sends a streaming request with ``open_stream``
-  and returns the transport's stream of messages, for ``events`` to read.
+- ``AgentConnection.stream`` sends a streaming request with
+  ``JsonRpcClient.request_stream`` and returns its ``ResponseStream`` (the
+  results, for ``events`` to read; the final one an event that ends A2A's stream).
 
 Both take the caller's ``Deadline`` and spend what is left of
 it, the card's fetch included; a ``RequestTimeout`` names
 the whole call's timeout.  A2A's error codes become their classes
 (``error_from_a2a``).  Only public faces are used: ``JsonRpcClient``,
-``HttpTransport`` (``open_stream``, ``from_settings``), ``HttpSettings``,
-``messages`` and the exception tree.
+``ResponseStream``, ``HttpTransport`` (``fetch``, ``from_settings``),
+``HttpSettings``, ``messages`` and the exception tree.
 
 Thread-safety: every method may be called from any thread.
 """
@@ -36,18 +36,18 @@ Thread-safety: every method may be called from any thread.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from .. import JsonRpcClient, messages
+from .. import JsonRpcClient, ResponseStream, messages
 from ..deadlines import Budget, Deadline, SingleFlight, as_call_timeout, close_in_background
 from ..errors import ParseError, ProtocolError, RemoteError, RequestTimeout, TransportClosed
-from ..transports.http import HttpSettings, HttpTransport, MessageStream, url_label
+from ..transports.http import HttpSettings, HttpTransport, url_label
 from .card import Interface, Origins, card_url, choose_interface
 from .errors import error_from_a2a
+from .events import is_final
 from .wire import VERSION_HEADER, Dialect
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,6 @@ class AgentConnection:
         self._origins = Origins.of(self.card_url, allow_origins)
         self._with_credentials = settings
         self._without_credentials = dataclasses.replace(settings, headers={}, auth=None, header_provider=None)
-        self._stream_ids = itertools.count(1)
         self._fetching: SingleFlight[Agent] = SingleFlight(
             f"jsonrpc-a2a-card[{url_label(self.card_url)}]",
             what="the agent card's fetch",
@@ -179,11 +178,9 @@ class AgentConnection:
                 transport.close()
                 raise TransportClosed("A2aClient closed")
             self._card_transport = transport
-        answer = None
         failed = True
         try:
-            answer = transport.open_stream(deadline=deadline.at)
-            body = next(answer, None)
+            body = transport.fetch(deadline=deadline.at)
             failed = False
         except RequestTimeout as exc:
             raise as_call_timeout(exc, deadline, hint="the agent card did not come in time") from None
@@ -191,14 +188,10 @@ class AgentConnection:
             with self._lock:
                 self._card_transport = None
             if failed:  # the caller leaves now: what is stuck (a blocking hook) is reclaimed in the background
-                if answer is not None:
-                    answer.close(wait=False)
                 close_in_background(transport, "a2a-card-close")
             else:
-                if answer is not None:
-                    answer.close()
                 transport.close()
-        if body is None:
+        if not body.strip():
             raise ProtocolError(f"{transport.label}: the agent card is empty")
         try:
             card = messages.decode(body)
@@ -231,17 +224,15 @@ class AgentConnection:
         except RemoteError as exc:
             raise error_from_a2a(exc) from None
 
-    def stream(self, method: str, params: Dict[str, Any], deadline: Deadline) -> Tuple[MessageStream, str]:
-        """Send a streaming request; the stream of its answer's messages, and the request's id.
+    def stream(self, method: str, params: Dict[str, Any], deadline: Deadline) -> ResponseStream:
+        """Send a streaming request; the stream of its results, ending with the one that ends A2A's stream.
 
         Raises:
             RequestTimeout, TransportClosed, HttpError, ProtocolError: as ``ready``
                 (what the answer brings is raised by the stream).
         """
         agent = self.ready(deadline, method)
-        request_id = f"stream-{next(self._stream_ids)}"
-        data = messages.encode_request(request_id, method, params)
-        return agent.transport.open_stream(data, deadline=deadline.at), request_id
+        return agent.rpc.request_stream(method, params, timeout=deadline.remaining(), is_final=is_final(agent.dialect))
 
     # -- the end ------------------------------------------------------------------------------
 

@@ -1,29 +1,29 @@
-"""A streaming call's events: the JSON-RPC responses of one SSE answer, read as a bounded iterator.
+"""A streaming call's events: the results of one streamed request, read as a bounded iterator.
 
 Theory of operation.  ``SendStreamingMessage`` and ``SubscribeToTask`` (v0.3:
 ``message/stream``, ``tasks/resubscribe``) are answered by one SSE stream of
 several JSON-RPC responses, all with the request's id; each result is one
-event (a Task, a Message, a status or an artifact update).  That does not fit
-a client whose requests each settle one future, so the request goes out with
-``open_stream`` and an
-``EventStream`` reads its messages: each is decoded, checked to answer
-this request (others are logged and skipped), and its result unwrapped
-(``unwrap``); an error response is raised (A2A's codes as
-their classes) and ends the stream.
+event (a Task, a Message, a status or an artifact update).  The JSON-RPC
+client knows such a request (``JsonRpcClient.request_stream``): it owns the
+id, parses every response, keeps the deadline, and hands over the results as
+a ``ResponseStream``.  An ``EventStream`` reads that: it takes each result
+out of its v1.0 wrapper (``Dialect.unwrap``) and checks that it is about
+the stream's task; an error response is raised (A2A's codes as their
+classes) and ends the stream.
 
-The stream ends where A2A says it does: after a Message, or once the task
-reaches a terminal state (``completed``, ``canceled``, ``failed``,
-``rejected``) or an interrupted one (``input-required``, ``auth-required``):
-the event that says so is the last one handed over, and the HTTP answer is
-closed at once, without waiting for the agent to end it.  An answer that ends
-before that (the agent died, a proxy cut it) is an
-``HttpConnectionError``.
+The stream ends where A2A says it does (``ends_stream``, the
+``is_final`` of the request): after a Message, or once the task reaches a
+terminal state (``completed``, ``canceled``, ``failed``, ``rejected``) or
+an interrupted one (``input-required``, ``auth-required``): the event that
+says so is the last one handed over, and the HTTP answer is closed at once,
+without waiting for the agent to end it.  An answer that ends before that
+(the agent died, a proxy cut it) is an ``HttpConnectionError``.
 
-Bounded: the call's deadline bounds the whole stream (the transport's stream
-carries it: every socket read, every wait for the next event), and then
-``RequestTimeout`` is raised.  Closing the stream (or
-leaving a ``for`` early and dropping it) closes the HTTP answer; its thread
-ends with it.
+Bounded: the call's deadline bounds the whole stream (every wait for the
+next event), and then ``RequestTimeout`` is raised, naming the call's whole
+timeout.  Closing the stream (or leaving a ``for`` early and dropping it)
+withdraws the request: the HTTP answer is closed, and the transport's thread
+that read it is free.
 
 Thread-safety: one thread iterates; ``EventStream.close`` may be called
 from any thread.
@@ -31,24 +31,21 @@ from any thread.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Dict, Iterator, Optional
 
-from .. import messages
+from .. import ResponseStream
 from ..deadlines import Deadline
-from ..errors import (
-    HttpConnectionError,
-    InvalidRequest,
-    JsonRpcError,
-    ParseError,
-    ProtocolError,
-    RequestTimeout,
-)
-from ..transports.http import MessageStream
+from ..errors import JsonRpcError, ProtocolError, RequestTimeout
 from .errors import error_from_a2a
 from .wire import Dialect, ends_stream, task_of
 
-logger = logging.getLogger(__name__)
+
+def is_final(dialect: Dialect) -> Any:
+    """The ``is_final`` of a streaming call in ``dialect``: its result's event ends the stream.
+
+    The check raises ``ProtocolError`` for a result that is no A2A event.
+    """
+    return lambda result: ends_stream(dialect.unwrap(result))
 
 
 class EventStream:
@@ -77,17 +74,14 @@ class EventStream:
 
     def __init__(
         self,
-        messages: MessageStream,
-        request_id: str,
-        method: str,
+        answers: ResponseStream,
         dialect: Dialect,
         deadline: Deadline,
         task_id: Optional[str] = None,
     ):
-        self._messages = messages
+        self._answers = answers
         self._task_id = task_id  # the task this stream is about: the one named, else the first event's
-        self._request_id = request_id
-        self.method = method
+        self.method = answers.method
         self._dialect = dialect
         self._deadline = deadline
         self._ended = False
@@ -100,30 +94,18 @@ class EventStream:
         if self._ended:
             raise StopIteration
         try:
-            while True:
-                try:
-                    data = next(self._messages)
-                except StopIteration:
-                    if self._messages.closed:
-                        raise
-                    raise HttpConnectionError(
-                        f"the agent's {self.method} stream ended before the task reached a terminal or "
-                        f"interrupted state (last event: {_describe(self.last)})"
-                    ) from None
-                event = self._event(data)
-                if event is not None:
-                    break
+            event = self._dialect.unwrap(next(self._answers))
         except StopIteration:
-            self.close()
+            self._ended = True
             raise
         except RequestTimeout as exc:
-            self._abandon()  # the caller leaves at its deadline: no join past it
-            raise RequestTimeout(self.method, self._request_id, self._deadline.timeout, exc.hint) from None
+            self._ended = True
+            raise RequestTimeout(self.method, self._answers.request_id, self._deadline.timeout, exc.hint) from None
         except JsonRpcError as exc:
-            self._abandon()
+            self.close()
             raise error_from_a2a(exc) from None
         except BaseException:
-            self._abandon()
+            self.close()
             raise
         owner = task_of(event)
         if owner is not None:
@@ -137,39 +119,13 @@ class EventStream:
                 )
         self.last = event
         if ends_stream(event):
-            self.close()
+            self._ended = True  # the request ended with it (its is_final)
         return event
 
-    def _event(self, data: bytes) -> Optional[Dict[str, Any]]:
-        """The event one message holds, or ``None`` for a message that is not this call's answer.
-
-        Raises:
-            ProtocolError: not JSON, or not an A2A event.
-            JsonRpcError: the agent's error response.
-        """
-        try:
-            parsed = messages.parse_message(messages.decode(data))
-        except (ParseError, InvalidRequest) as exc:
-            raise ProtocolError(f"the agent's {self.method} stream sent what is not JSON-RPC: {data[:200]!r}") from exc
-        if not isinstance(parsed, (messages.Response, messages.ErrorResponse)):
-            logger.debug("%s stream: skipping a %s", self.method, type(parsed).__name__)
-            return None
-        if parsed.id is not None and parsed.id != self._request_id:
-            logger.debug("%s stream: skipping a response to request %r", self.method, parsed.id)
-            return None
-        if isinstance(parsed, messages.ErrorResponse):
-            raise parsed.error
-        return self._dialect.unwrap(parsed.result)
-
     def close(self) -> None:
-        """Close the stream now (the HTTP answer is closed; its thread ends).  Idempotent, from any thread."""
+        """Close the stream now (the request is withdrawn; its HTTP answer closed).  Idempotent, from any thread."""
         self._ended = True
-        self._messages.close()
-
-    def _abandon(self) -> None:
-        """End the stream without waiting for its thread (it ends once what holds it returns)."""
-        self._ended = True
-        self._messages.close(wait=False)
+        self._answers.close()
 
     @property
     def closed(self) -> bool:
@@ -186,12 +142,4 @@ class EventStream:
         return f"<EventStream {self.method} {'ended' if self._ended else 'open'}>"
 
 
-def _describe(event: Optional[Dict[str, Any]]) -> str:
-    if event is None:
-        return "none"
-    status = event.get("status")
-    state = status.get("state") if isinstance(status, dict) else None
-    return f"{event.get('kind') or ', '.join(sorted(event)[:4])}" + (f" ({state})" if state else "")
-
-
-__all__ = ["EventStream"]
+__all__ = ["EventStream", "is_final"]

@@ -37,6 +37,7 @@ import logging
 import time
 from typing import IO, Any, Callable, Dict, Optional, Sequence
 
+from ..deadlines import as_call_timeout
 from ..errors import RequestTimeout
 from .client import AcpClient
 
@@ -193,7 +194,7 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str], stdin: IO[str], r
                     agent.set_mode(session, args.mode, timeout=left(DEFAULT_STEP_TIMEOUT_S))
                 result = agent.prompt(session, text, on_update=stream, timeout=left(DEFAULT_PROMPT_TIMEOUT_S))
             except RequestTimeout as exc:  # the --timeout the user gave, not what was left for the last step
-                timed_out = RequestTimeout(exc.method, None, limit if limit is not None else exc.timeout, exc.hint)
+                timed_out = as_call_timeout(exc, limit if limit is not None else exc.timeout)
                 after = report(timed_out) if report is not None else None
                 raise timed_out from None
             except BaseException as exc:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from concurrent.futures import Future
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .. import JsonRpcClient, Transport, __version__
@@ -46,7 +47,7 @@ from .files import FileService
 from .permissions import PermissionCallback, PermissionDesk
 from .sessions import SessionBook
 from .terminals import TerminalService
-from .turns import SessionUpdateCallback, TurnBoard, UpdateCallback
+from .turns import LINGER_S, SessionUpdateCallback, TurnBoard, UpdateCallback
 from .wire import (
     AUTHENTICATE,
     FS_READ,
@@ -408,17 +409,19 @@ class AcpClient:
         deadline = Deadline.after(timeout, self._prompt_timeout)
         self._connection.ready(deadline)
         turn = self._turns.begin(session_id, SESSION_PROMPT, deadline, on_update)
+        pending: Optional[Future[Any]] = None
         try:
-            answer = self._connection.call(SESSION_PROMPT, {"sessionId": session_id, "prompt": blocks}, deadline)
+            pending = self._connection.send(
+                SESSION_PROMPT, {"sessionId": session_id, "prompt": blocks}, deadline, linger=LINGER_S
+            )
+            answer = self._connection.wait(pending, SESSION_PROMPT, deadline)
             if not self._turns.delivered(turn, deadline):
-                raise RequestTimeout(
-                    SESSION_PROMPT,
-                    None,
-                    deadline.timeout,
-                    "the agent answered; the turn's updates were still being delivered",
-                )
+                hint = "the agent answered; the turn's updates were still being delivered"
+                raise RequestTimeout(SESSION_PROMPT, None, deadline.timeout, hint)
         except (RequestTimeout, KeyboardInterrupt):
             self._abandon(session_id)
+            if pending is not None and not pending.done():
+                self._turns.linger(turn, pending)  # what the agent still sends for it stays this turn's
             raise
         finally:
             updates = self._turns.end(turn)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -175,6 +176,42 @@ class AgentConnection:
             self.rpc.cancel(future, f"Interrupted: {type(exc).__name__}")  # interrupted, or the backstop
             if isinstance(exc, FutureTimeout):
                 raise RequestTimeout(method, None, deadline.timeout, "the client did not settle it") from None
+            raise
+
+    def send(self, method: str, params: Dict[str, Any], deadline: Deadline, *, linger: float) -> Future[Any]:
+        """Send ``method`` after the handshake; its answer's future, which waits ``linger`` seconds past ``deadline``.
+
+        For a request whose answer matters after its caller gave up (a prompt
+        turn's, which ends the turn's updates): ``wait`` leaves at ``deadline``
+        and the request stays pending until the agent answers it or ``linger``
+        seconds more have passed.
+
+        Raises:
+            RequestTimeout: ``deadline`` passed during the handshake.
+            TransportClosed: the agent is gone, or the client closed.
+        """
+        self.ready(deadline)
+        timeout = deadline.remaining()
+        return self.rpc.request(method, params, timeout=None if timeout is None else timeout + linger)
+
+    def wait(self, future: Future[Any], method: str, deadline: Deadline) -> Any:
+        """The result of ``future`` (from ``send``) by ``deadline``; at the deadline the request stays pending.
+
+        Raises:
+            RequestTimeout: no answer before ``deadline``.
+            TransportClosed: the agent is gone, or the client closed.
+            JsonRpcError: the agent's error.
+        """
+        try:
+            return future.result(timeout=deadline.remaining())
+        except BaseException as exc:
+            if future.done():
+                if isinstance(exc, FutureTimeout) and not isinstance(exc, JsonRpcError):
+                    return future.result(timeout=0)  # settled just as the wait gave up
+                raise  # the answer's error, or the client's own (RequestTimeout, TransportClosed)
+            if isinstance(exc, FutureTimeout):
+                raise RequestTimeout(method, None, deadline.timeout) from None
+            self.rpc.cancel(future, f"Interrupted: {type(exc).__name__}")
             raise
 
     def notify(self, method: str, params: Dict[str, Any], timeout: Optional[float]) -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from concurrent.futures import Future
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..deadlines import Deadline
@@ -52,6 +53,9 @@ SessionUpdateCallback = Callable[[str, Dict[str, Any]], None]
 #: The longest one wait for a turn's deliveries sleeps before it looks again
 #: (a turn with no deadline waits in slices of this).
 DELIVERY_WAIT_SLICE_S = 1.0
+#: How long a turn given up on before its answer keeps the session's updates (``TurnBoard.linger``):
+#: the agent answers a cancelled prompt at once; one that does not frees the session after this.
+LINGER_S = 10.0
 #: How long ``TurnBoard.close`` waits for the delivery thread to finish the
 #: callback it is running (what was queued behind it is dropped).
 DELIVERY_CLOSE_WAIT_S = 2.0
@@ -89,11 +93,12 @@ class TurnBoard:
 
     def __init__(self, on_update: Optional[SessionUpdateCallback] = None) -> None:
         self._on_update = on_update
-        # _lock guards _turns, every turn's fields but its constants, _queue, _worker and _closed;
+        # _lock guards _turns, _lingering, every turn's fields but its constants, _queue, _worker and _closed;
         # _progress (on _lock) is notified whenever a turn's update was delivered, and at close.
         self._lock = threading.Lock()
         self._progress = threading.Condition(self._lock)
         self._turns: Dict[str, Turn] = {}
+        self._lingering: Dict[str, Turn] = {}  # turns given up on, until the agent answers them
         self._queue: Deque[_Delivery] = deque()
         self._worker: Optional[threading.Thread] = None
         self._closed = False
@@ -123,6 +128,30 @@ class TurnBoard:
             if self._turns.get(turn.session_id) is turn:
                 del self._turns[turn.session_id]
             return list(turn._updates)
+
+    def linger(self, turn: Turn, answer: Future[Any]) -> None:
+        """``turn`` was given up on before the agent answered: it keeps its session's updates until ``answer`` settles.
+
+        The agent goes on with the turn until it sees ``session/cancel``; what it
+        sends meanwhile is still that turn's (to its ``on_update``), never the next
+        turn's: the agent answers the cancelled prompt before it starts another,
+        and the client routes every update that came before an answer before it
+        settles the answer.  ``answer`` settles with the agent's answer, or with its
+        own timeout (``LINGER_S`` past the turn's deadline), or when the client closes.
+        """
+        with self._lock:
+            if self._turns.get(turn.session_id) is turn:
+                del self._turns[turn.session_id]
+            if self._closed:
+                return
+            self._lingering[turn.session_id] = turn
+        answer.add_done_callback(lambda _: self._stop_lingering(turn))
+
+    def _stop_lingering(self, turn: Turn) -> None:
+        # On the thread that settled the answer (library code only: no user code runs here).
+        with self._lock:
+            if self._lingering.get(turn.session_id) is turn:
+                del self._lingering[turn.session_id]
 
     def delivered(self, turn: Turn, deadline: Deadline) -> bool:
         """Wait until every update queued for ``turn`` has been delivered to its ``on_update``.
@@ -156,10 +185,10 @@ class TurnBoard:
             return True
 
     def is_cancelled(self, session_id: str) -> bool:
-        """True while the session's running turn was cancelled."""
+        """True while the session's running turn was cancelled, or one given up on still lingers."""
         with self._lock:
             turn = self._turns.get(session_id)
-            return turn is not None and turn.cancelled
+            return session_id in self._lingering or (turn is not None and turn.cancelled)
 
     def deadline_for(self, session_id: str) -> Optional[Deadline]:
         """The deadline of the session's running turn, or ``None`` when none runs."""
@@ -179,7 +208,7 @@ class TurnBoard:
             return
         start: Optional[threading.Thread] = None
         with self._lock:
-            turn = self._turns.get(session_id)
+            turn = self._lingering.get(session_id) or self._turns.get(session_id)
             if turn is not None:
                 turn._updates.append(update)
             if self._closed:
@@ -206,6 +235,7 @@ class TurnBoard:
         """
         with self._lock:
             self._closed = True
+            self._lingering.clear()
             self._queue.clear()
             self._progress.notify_all()
             worker = self._worker
@@ -257,6 +287,7 @@ def _deliver(callback: Callable[..., None], *args: Any) -> None:
 __all__ = [
     "DELIVERY_CLOSE_WAIT_S",
     "DELIVERY_WAIT_SLICE_S",
+    "LINGER_S",
     "SessionUpdateCallback",
     "Turn",
     "TurnBoard",

@@ -6,13 +6,16 @@ stored entry (client registrations, endpoints, the scopes requested so far).
 When a request needs a token it does not have (a 401, a 403
 ``insufficient_scope``, an expired token with a way to renew it, an explicit
 ``ServerAuth.authorize``), it decides under its lock whether the current
-token already answers the need (another thread just got it), whether a flow is
-already running (then it waits for that flow's outcome), or whether this
-thread leads a new flow.  The flow itself (``_flow.run_flow``) runs with
-no lock held, on a private copy of the entry.  Its outcome is shared through a
-``Future`` with every thread that waited, so many threads hitting a 401
-together cause one authorization, and a failure fails them all with the same
-error.
+token already answers the need (another thread just got it); if not, it joins
+the one authorization in flight or starts it (the library's one single
+flight, ``deadlines.SingleFlight``).  The flow itself (``_flow.run_flow``)
+runs on the flight's thread with no lock held, on a private copy of the entry,
+and its outcome goes to every thread that joined, so many threads hitting a
+401 together cause one authorization, and a failure fails them all with the
+same error.  The wait has no deadline of its own: the requests waiting run on
+the HTTP transport's sender threads, and their callers leave at their own
+deadlines; the flow is bounded by its own steps' timeouts (each request to an
+authorization server, the wait for the user's browser).
 
 The number of tokens obtained since a request last succeeded with one is
 bounded (``max_authorizations``): a server that answers 401 or 403 whatever it
@@ -28,9 +31,10 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from concurrent.futures import Future
 from typing import Any, Dict, Optional, Tuple
 
+from .._deadlines import Deadline
+from .._flight import SingleFlight
 from ..errors import AuthorizationError
 from ..transports.http import url_label
 from ._context import AUTHORIZATION_CODE, Config, Trigger
@@ -50,12 +54,15 @@ class ServerAuth:
         self._config = config
         self.server_url = server_url
         self.key = key
-        # _lock guards _entry, _token, _pending and _unconfirmed.
+        # _lock guards _entry, _token, _dpop and _unconfirmed.
         self._lock = threading.Lock()
         self._entry: Entry = entry if isinstance(entry, dict) else {}
         self._token = Token.from_dict(self._entry.get("token"))
         self._dpop = load_key(self._entry)
-        self._pending: Optional[Future[Token]] = None
+        # One authorization at a time, whoever needs it: the flow runs on the flight's thread.
+        self._flight: SingleFlight[Token] = SingleFlight(
+            f"jsonrpc-auth[{url_label(server_url)}]", what="the authorization"
+        )
         self._unconfirmed = 0  # tokens obtained since a request last succeeded with one
         #: The DPoP nonces this server (and its authorization server) handed out.
         self.nonces = Nonces()
@@ -148,42 +155,41 @@ class ServerAuth:
         while True:
             with self._lock:
                 token = self._token
-                if self._satisfied(trigger, token):
-                    assert token is not None
-                    return token
-                running = self._pending
-                if running is None:
-                    if self._unconfirmed >= self._config.max_authorizations:
-                        raise AuthorizationError(
-                            f"{url_label(self.server_url)}: still refused after {self._unconfirmed} "
-                            "authorization(s); giving up",
-                            status_code=trigger.status,
-                            oauth_error=trigger.challenge.error if trigger.challenge is not None else None,
-                        )
-                    pending: Future[Token] = Future()
-                    self._pending = pending
-                    entry = copy.deepcopy(self._entry)
-            if running is not None:
-                running.result()  # the leader's token, or its error raised here too
-                continue
-            try:
-                token, entry = self._run_flow(trigger, token, entry)
-            except BaseException as exc:
-                with self._lock:
-                    self._pending = None
-                pending.set_exception(exc)
-                raise
-            with self._lock:
-                self._token = token
-                self._entry = entry
-                self._dpop = load_key(entry)
-                self._pending = None
-                # Only tokens count: a flow that failed (the user declined, the
-                # server was down) may be tried again by the next request.
-                self._unconfirmed += 1
-            self._save(entry)
-            pending.set_result(token)
-            return token
+            if self._satisfied(trigger, token):
+                assert token is not None
+                return token
+            # Join the flight in progress (whatever need started it) or start one for this
+            # need.  A fresh token answers an expired one, even one that will soon expire
+            # again; for a challenge, another need's token may not answer it: look again.
+            token = self._flight.join(Deadline.never(), lambda budget: self._authorize_once(trigger))
+            if trigger.kind == "expired" or self._satisfied(trigger, token):
+                return token
+
+    def _authorize_once(self, trigger: Trigger) -> Token:
+        """The flight's step, on its own thread: one flow, unless the current token already answers."""
+        with self._lock:
+            token = self._token
+            if self._satisfied(trigger, token):
+                assert token is not None
+                return token  # another flight ended between the caller's look and this one
+            if self._unconfirmed >= self._config.max_authorizations:
+                raise AuthorizationError(
+                    f"{url_label(self.server_url)}: still refused after {self._unconfirmed} "
+                    "authorization(s); giving up",
+                    status_code=trigger.status,
+                    oauth_error=trigger.challenge.error if trigger.challenge is not None else None,
+                )
+            entry = copy.deepcopy(self._entry)
+        token, entry = self._run_flow(trigger, token, entry)
+        with self._lock:
+            self._token = token
+            self._entry = entry
+            self._dpop = load_key(entry)
+            # Only tokens count: a flow that failed (the user declined, the
+            # server was down) may be tried again by the next request.
+            self._unconfirmed += 1
+        self._save(entry)
+        return token
 
     def _run_flow(self, trigger: Trigger, token: Optional[Token], entry: Entry) -> Tuple[Token, Entry]:
         # No lock held: the flow talks to the network and may wait for the user.

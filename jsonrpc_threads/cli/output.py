@@ -73,6 +73,10 @@ def error_line(error: BaseException) -> Optional[str]:
     return None
 
 
+#: The line written when stopping the server outlasts ``SLOW_CLOSE_NOTICE_S`` after an error.
+STILL_STOPPING = "stopping the server (it has not exited yet)..."
+
+
 def already_reported(error: BaseException) -> bool:
     """True when ``report_first`` wrote this failure already (``main`` then writes nothing more)."""
     return id(error) in _reported
@@ -92,7 +96,7 @@ def reporter(err: IO[str]) -> Callable[[BaseException], Optional[Callable[[], No
         _reported.add(id(error))  # the error is alive until main() sees it: its id stays its own
 
         def still_stopping() -> None:
-            err.write(f"{PROG}: stopping the server (it has not exited yet)...\n")
+            err.write(f"{PROG}: {STILL_STOPPING}\n")
             err.flush()
 
         notice = threading.Timer(SLOW_CLOSE_NOTICE_S, still_stopping)
@@ -179,6 +183,7 @@ __all__ = [
     "EXIT_USAGE",
     "PROG",
     "SLOW_CLOSE_NOTICE_S",
+    "STILL_STOPPING",
     "CommandFailure",
     "already_reported",
     "error_line",

@@ -4,11 +4,11 @@ Theory of operation.  A request's life is decided by the protocol core
 (``protocol``: ids, the pending table, ordering, expiry, no I/O) and acted
 on by the threaded shell (``shell``: one lock around the core, the timer,
 the workers, the settling of futures; beside it, the peer's own messages,
-``peer_messages``, and the close, ``teardown``).  This module is the face of
-all of them: it
-checks what the caller passes where it enters (a timeout once, into a
-deadline that every later step spends), registers the request before its
-bytes go out, and hands the rest over.
+``peer_messages``, and the close, ``teardown``; a streamed answer,
+``streams``).  This module is the face of all of them: it checks what the
+caller passes where it enters (a timeout once, into a deadline that every
+later step spends), registers the request before its bytes go out, and hands
+the rest over.
 
 - ``request()`` returns a ``RequestFuture`` (a
   ``concurrent.futures.Future``), whose deadline the core keeps;
@@ -33,12 +33,12 @@ from .._deadlines import DEFAULT_TIMEOUT, NO_DEADLINE_AT_S, Timeout, UseDefault,
 from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
 from ..errors import JsonRpcError, RequestId, TransportClosed
 from ..runtime.scheduler import Scheduler, default_scheduler
-from ..runtime.settling import CallWaiter
-from ..runtime.wake_pipes import PROCESS_WAKE_PIPES
+from ..runtime.settling import CallWaiter, waiter_pipes
 from ..transports.base import Transport, describe
 from .peer_messages import NotificationHandler, RequestHandler
 from .protocol import Connection
 from .shell import Shell
+from .streams import IsFinal, ResponseStream, start_stream
 from .teardown import HANDLER_SHUTDOWN_GRACE_S, SECOND_CLOSE_WAIT_S, Teardown
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 #: Default number of worker threads for incoming requests.
 DEFAULT_HANDLER_WORKERS = 4
+#: The futures ``request()`` returns (``JsonRpcClient(futures=)``): lean while nobody waits on
+#: them (``RequestFuture``), or ``concurrent.futures.Future`` as it is (``PlainRequestFuture``).
+FUTURES = ("lean", "plain")
 
 
 class JsonRpcClient(Closing):
@@ -66,10 +69,19 @@ class JsonRpcClient(Closing):
         handler_workers: threads for the peer's requests running at once (not
             counting those waiting for an answer of a client).
         scheduler: the timer scheduler; the process-wide one by default.
+        waiter: what a waiting ``call()`` sleeps on: ``"wake_pipe"`` (the default:
+            a pipe from the process's small pool, a lock where none can be had)
+            or ``"plain"`` (a lock).  ``futures``: what ``request()`` returns:
+            ``"lean"`` (the default: a ``RequestFuture`` that makes its Condition
+            only once something waits on it) or ``"plain"``
+            (``concurrent.futures.Future`` as it is, same behaviour).  Both are
+            performance strategies whose plain choice is the reference the same
+            tests run ("Strategies" in ``docs/internals.md``).
 
     Raises:
         TransportClosed: when the transport cannot be started.
-        ValueError: for a bad ``default_timeout``, ``cancellation`` or ``handler_workers``.
+        ValueError: for a bad ``default_timeout``, ``cancellation``, ``handler_workers``,
+            ``waiter`` or ``futures``.
         TypeError: for a ``default_timeout`` that is not a number.
     """
 
@@ -81,20 +93,29 @@ class JsonRpcClient(Closing):
         cancellation: Union[str, CancellationBuilder, None] = None,
         handler_workers: int = DEFAULT_HANDLER_WORKERS,
         scheduler: Optional[Scheduler] = None,
+        waiter: str = "wake_pipe",
+        futures: str = "lean",
     ) -> None:
+        self._wake_pipes = waiter_pipes(waiter)
+        if futures not in FUTURES:
+            raise ValueError(f"futures must be one of {FUTURES}, not {futures!r}")
+        self._plain_futures = futures == "plain"
         builder = resolve_style(cancellation)
         self.default_timeout = check_timeout(default_timeout, "default_timeout")
         self._transport = transport
         self._label = describe(transport)
         self._shell = Shell(transport, self._label, builder, handler_workers, scheduler or default_scheduler())
         self._made_in = _fork.generation  # a fork of this process may not use this client
-        self._teardown = Teardown(self._shell, transport, self._label, self._made_in)
-        PROCESS_WAKE_PIPES.attach()  # what a call() waiting for its answer sleeps on; detached at close()
+        pipes = self._wake_pipes
+        self._teardown = Teardown(self._shell, transport, self._label, self._made_in, pipes)
+        if pipes is not None:
+            pipes.attach()  # what a call() waiting for its answer sleeps on; detached at close()
         try:
             transport.start(self)
         except BaseException:
             self._teardown.stop_workers(0.0)
-            PROCESS_WAKE_PIPES.detach()
+            if pipes is not None:
+                pipes.detach()
             raise
 
     @property
@@ -149,7 +170,7 @@ class JsonRpcClient(Closing):
         resolved = self.resolve_timeout(timeout)
         shell = self._shell
         request_id, data = shell.core.request(method, params)
-        future = _future_class()(request_id, shell.on_cancel)
+        future = _future_class(self._plain_futures)(request_id, shell.on_cancel)
         deadline = None if resolved is None else time.monotonic() + resolved
         shell.register(request_id, method, resolved, deadline, future)
         try:
@@ -188,7 +209,7 @@ class JsonRpcClient(Closing):
         deadline = None if resolved is None else time.monotonic() + resolved
         shell = self._shell
         request_id, data = shell.core.request(method, params)
-        waiter = CallWaiter(PROCESS_WAKE_PIPES)
+        waiter = CallWaiter(self._wake_pipes)
         shell.register(request_id, method, resolved, None, waiter)  # its deadline is this thread's
         try:
             shell.drive(data, request_id, waiter, deadline, headers)
@@ -200,6 +221,23 @@ class JsonRpcClient(Closing):
         finally:
             waiter.finish()  # its wake pipe back to the pool, the settler's byte read
         return waiter.result()
+
+    def request_stream(
+        self,
+        method: str,
+        params: messages.Params = None,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        is_final: Optional[IsFinal] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> ResponseStream:
+        """Send a request the peer answers with many responses to its id: a ``ResponseStream`` of their results.
+
+        ``is_final(result)`` (on the iterating thread; ``None``: never) tells the last one; ``timeout`` bounds the
+        whole stream.  Args and Raises as ``request``; what iterating raises: ``ResponseStream``.
+        """
+        self._teardown.check_process()
+        return start_stream(self._shell, method, params, self.resolve_timeout(timeout), is_final, headers)
 
     def notify(
         self,
@@ -242,10 +280,9 @@ class JsonRpcClient(Closing):
             self._transport.send(data, (), deadline=deadline, headers=headers)
 
     def cancel(self, future: Any, reason: str = "Cancelled by the client") -> bool:
-        """Withdraw the request behind ``future`` (from ``request``) and tell the peer why.
+        """Withdraw the request behind ``future`` (from ``request``, or a ``request_stream``) and tell the peer why.
 
-        Same as ``future.cancel()``, with the ``reason`` sent in the cancellation
-        notification (where the client is configured to send one).
+        Same as ``future.cancel()``, with ``reason`` in the cancellation notification (where one is sent).
 
         Returns:
             True when the future is cancelled (now or before), False when it had settled.
@@ -273,24 +310,21 @@ class JsonRpcClient(Closing):
     def on_request(self, method: str, handler: RequestHandler) -> None:
         """Answer the peer's requests for ``method`` with ``handler(params)``.
 
-        The handler runs on a handler worker and may call back into this client.
-        Its return value is the result; raising a ``JsonRpcError`` answers
-        with that error; anything else it raises (``SystemExit`` included)
-        answers -32603 with the exception's class name (the traceback is
-        logged, not sent).  Requests for methods without a handler are answered
-        -32601.  Registering again replaces the handler.
+        The handler runs on a handler worker and may call back into this client.  Its return value is
+        the result; raising a ``JsonRpcError`` answers with that error; anything else it raises
+        (``SystemExit`` included) answers -32603 with the exception's class name (the traceback is
+        logged, not sent).  Methods without a handler are answered -32601.  Registering again replaces it.
         """
         self._shell.peer.request_handlers[method] = handler
 
     def on_notification(self, method: str, handler: NotificationHandler) -> None:
         """Call ``handler(params)`` for the peer's notifications of ``method``.
 
-        Notification handlers run one at a time, in arrival order, on the
-        client's notification thread; what they raise is logged.  A response
-        that arrives after a notification is delivered after that
-        notification's handler returned (or at its request's deadline,
-        whichever comes first), so keep handlers short.  A handler may call
-        this client: its own requests' responses never wait behind it.
+        Notification handlers run one at a time, in arrival order, on the client's notification
+        thread; what they raise is logged.  A response that arrives after a notification is delivered
+        after that notification's handler returned (or at its request's deadline, whichever comes
+        first), so keep handlers short.  A handler may call this client: its own requests' responses
+        never wait behind it.
         """
         shell = self._shell
         shell.peer.notification_handlers[method] = handler
@@ -348,15 +382,12 @@ class JsonRpcClient(Closing):
     def close(self) -> None:
         """Fail every pending request with ``TransportClosed``, then close the transport.
 
-        Bounded in time (the transport's escalation, then
-        ``HANDLER_SHUTDOWN_GRACE_S`` for running handlers and
-        ``CALLBACK_SHUTDOWN_GRACE_S`` for queued done-callbacks).  Idempotent
-        and thread-safe; a second caller waits (bounded) for the first to
-        finish, unless it is one of this client's own threads.
-
-        In a process forked after the client was made, only this process's
-        copies of the transport's descriptors are let go: nothing is signalled,
-        sent or waited for, and the parent's server and session live on.
+        Bounded in time (the transport's escalation, then ``HANDLER_SHUTDOWN_GRACE_S`` for running
+        handlers and ``CALLBACK_SHUTDOWN_GRACE_S`` for queued done-callbacks).  Idempotent and
+        thread-safe; a second caller waits (bounded) for the first, unless it is one of this client's
+        own threads.  In a process forked after the client was made, only this process's copies of the
+        transport's descriptors are let go: nothing is signalled, sent or waited for, and the parent's
+        server and session live on.
         """
         self._teardown.close()
 
@@ -391,18 +422,17 @@ class JsonRpcClient(Closing):
         self._teardown.transport_closed(error)
 
 
-_future_type: Optional[Type[RequestFuture]] = None
+_future_types: List[Type[RequestFuture]] = []  # (lean, plain) once imported
 
 
-def _future_class() -> Type[RequestFuture]:
-    """``RequestFuture``, imported with the first ``request()``: a program that only makes
-    blocking calls never loads ``concurrent.futures`` (nor ``logging``, ``traceback``, ``tokenize``...)."""
-    global _future_type
-    if _future_type is None:
-        from .futures import RequestFuture  # noqa: PLC0415 - on first use: see the docstring
+def _future_class(plain: bool) -> Type[RequestFuture]:
+    """``RequestFuture`` (or ``PlainRequestFuture``), imported with the first ``request()``: a program
+    that only makes blocking calls never loads ``concurrent.futures`` (nor ``logging``, ``traceback``...)."""
+    if not _future_types:
+        from .futures import PlainRequestFuture, RequestFuture  # noqa: PLC0415 - on first use: see the docstring
 
-        _future_type = RequestFuture
-    return _future_type
+        _future_types[:] = [RequestFuture, PlainRequestFuture]
+    return _future_types[plain]
 
 
 #: A message of a batch, encoded (so checked) when added: bytes, future (None: a notification), method, timeout.
@@ -440,7 +470,7 @@ class Batch:
         client = self._client
         resolved = client.resolve_timeout(timeout)
         request_id, data = client._shell.core.request(method, params)
-        future = _future_class()(request_id, client._shell.on_cancel)
+        future = _future_class(client._plain_futures)(request_id, client._shell.on_cancel)
         self._items.append((data, future, method, resolved))
         return future
 
@@ -478,6 +508,7 @@ class Batch:
 __all__ = [
     "DEFAULT_HANDLER_WORKERS",
     "DEFAULT_TIMEOUT",
+    "FUTURES",
     "HANDLER_SHUTDOWN_GRACE_S",
     "SECOND_CLOSE_WAIT_S",
     "Batch",

@@ -4,14 +4,17 @@
 acts on them (settles a future, runs a handler, sends an answer, writes a log
 line).  Each is a plain record with ``__slots__``, compared by value, never
 changed once made; any thread may hold one.  ``token`` is whatever the shell
-registered the request with (its future), handed back untouched.
+registered the request with (its future), handed back untouched.  An
+error an event carries is its own object (``fresh_error``): no two futures
+ever share an exception object.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any, ClassVar, List, Optional, Tuple
 
-from ..errors import JsonRpcError, RequestId
+from ..errors import JsonRpcError, RequestId, TransportClosed
 
 
 class Event:
@@ -125,6 +128,17 @@ class Rejected(Event):
         self.answer = answer
 
 
+class Streamed(Event):
+    """One answer of a streamed request: ``result`` is its ``result`` member; the request is still pending."""
+
+    __slots__ = ("request_id", "result", "token")
+
+    def __init__(self, request_id: RequestId, token: Any, result: Any) -> None:
+        self.request_id = request_id
+        self.token = token
+        self.result = result
+
+
 class Ignored(Event):
     """Something that changes nothing (``reason``, and what it was): a log line, at warning level or debug."""
 
@@ -136,4 +150,32 @@ class Ignored(Event):
         self.warning = warning
 
 
-__all__ = ["Answered", "Event", "Failed", "Held", "Ignored", "PeerNotification", "PeerRequest", "Rejected", "TimedOut"]
+def fresh_error(error: JsonRpcError) -> JsonRpcError:
+    """A copy of ``error`` without traceback, context or cause: one raise, one object."""
+    try:
+        duplicate = copy.copy(error)
+    except Exception:  # an exotic subclass that cannot be copied: a plain one
+        duplicate = (
+            TransportClosed(error.message)
+            if isinstance(error, TransportClosed)
+            else JsonRpcError(error.code, error.message, error.data)
+        )
+    duplicate.__traceback__ = None
+    duplicate.__cause__ = None
+    duplicate.__context__ = None
+    return duplicate
+
+
+__all__ = [
+    "Answered",
+    "Event",
+    "Failed",
+    "Held",
+    "Ignored",
+    "PeerNotification",
+    "PeerRequest",
+    "Rejected",
+    "Streamed",
+    "TimedOut",
+    "fresh_error",
+]

@@ -21,9 +21,11 @@ the standard library's.  It adds what a request needs, through public methods:
   never holds a worker the answer needs.
 
 And one measured departure from ``Future`` as it is, for memory and for the
-cycle collector: the future is lean while nobody waits on it (see
-``RequestFuture``), and the ``RequestTimeout`` of one nobody waits on is
-made when first asked for (``RequestFuture.settle_timeout``).
+cycle collector, a strategy (``JsonRpcClient(futures="lean")``, the default):
+the future is lean while nobody waits on it (see ``RequestFuture``), and the
+``RequestTimeout`` of one nobody waits on is made when first asked for
+(``RequestFuture.settle_timeout``).  ``PlainRequestFuture``
+(``futures="plain"``) is ``Future`` as it is, with the same additions.
 
 Whoever removes a request from the protocol core settles its future, once
 (``RequestFuture.settle_result``); a future the caller cancelled meanwhile
@@ -131,13 +133,16 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         request_id: the request's id.
     """
 
-    if _LEAN:
+    #: False: a plain ``Future`` underneath (``PlainRequestFuture``, or another Python).
+    lean = _LEAN
+
+    if _LEAN:  # shadowed by the instance's own fields where a plain Future.__init__ set them
         _condition = _MadeOnFirstUse("_condition", threading.Condition)
         _waiters = _MadeOnFirstUse("_waiters", list)
         _done_callbacks = _MadeOnFirstUse("_done_callbacks", list)
 
     def __init__(self, request_id: RequestId, on_cancel: Callable[[RequestId, str], None]) -> None:
-        if _LEAN:
+        if self.lean:
             self._state = _PENDING
             self._result = None
             self._exception = None
@@ -148,12 +153,12 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     def set_result(self, result: Any) -> None:
         """As ``concurrent.futures.Future.set_result`` (no Condition made when nobody waits)."""
-        if not (_LEAN and self._settle_lean(result, None)):
+        if not (self.lean and self._settle_lean(result, None)):
             super().set_result(result)
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
         """As ``concurrent.futures.Future.set_exception`` (no Condition made when nobody waits)."""
-        if not (_LEAN and self._settle_lean(None, exception)):
+        if not (self.lean and self._settle_lean(None, exception)):
             super().set_exception(exception)
 
     def _settle_lean(self, result: Any, exception: Optional[BaseException], hint: Optional[str] = None) -> bool:
@@ -182,7 +187,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     def settle_result(self, result: Any) -> None:
         """The library settles it (whoever ended the request in the core): unless the caller cancelled it."""
-        if _LEAN and self._settle_lean(result, None):
+        if self.lean and self._settle_lean(result, None):
             return
         try:
             Future.set_result(self, result)
@@ -191,7 +196,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     def settle_exception(self, error: BaseException) -> None:
         """As ``settle_result``, with an error."""
-        if not (_LEAN and self._settle_lean(None, error)):
+        if not (self.lean and self._settle_lean(None, error)):
             self._settle_error(error)
 
     def _settle_error(self, error: BaseException) -> None:
@@ -208,7 +213,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         burst of 100,000 timeouts leaves no new object behind for the cycle
         collector, whose pass over them would stall the burst.
         """
-        if _LEAN:
+        if self.lean:
             self._timed_out_timeout = timeout  # read only once it settled so
             if self._settle_lean(method, None, hint):
                 return
@@ -257,7 +262,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         or the future is done already, ``fn`` runs on the calling thread.
         """
         callback = DeferredCallback(fn)
-        if _LEAN:
+        if self.lean:
             with _CONDITION_LOCK:
                 if "_condition" not in self.__dict__ and self._state == _PENDING:
                     self.__dict__.setdefault("_done_callbacks", []).append(callback)  # the settler runs it
@@ -270,7 +275,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         A ``timeout`` here bounds this wait only: the request stays pending
         until its own deadline (``request(..., timeout=...)``) or ``cancel()``.
         """
-        if _LEAN and self._state == _FINISHED:  # settled: read without making a Condition
+        if self.lean and self._state == _FINISHED:  # settled: read without making a Condition
             error = self._error()
             if error is None:
                 return self._result
@@ -285,7 +290,7 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
         """As ``concurrent.futures.Future.exception`` (the same note on ``timeout``)."""
-        if _LEAN and self._state == _FINISHED:
+        if self.lean and self._state == _FINISHED:
             return self._error()
         if current_worker() is None:
             return super().exception(timeout)
@@ -295,6 +300,18 @@ class RequestFuture(Future):  # type: ignore[type-arg]
     def __repr__(self) -> str:
         self._error()  # the repr names the exception
         return super().__repr__()
+
+
+class PlainRequestFuture(RequestFuture):
+    """The plain future of a ``request()`` (``JsonRpcClient(futures="plain")``): ``Future`` as it is.
+
+    Its Condition and lists are made with it, it is settled as ``Future``
+    settles, and a timeout's ``RequestTimeout`` is made at once: the reference
+    the lean ``RequestFuture`` must behave like, run by the same tests.
+    Thread-safe.
+    """
+
+    lean = False
 
 
 def settle_result(target: RequestFuture, value: Any) -> None:
@@ -307,4 +324,4 @@ def settle_exception(target: RequestFuture, error: BaseException) -> None:
     target.settle_exception(error)
 
 
-__all__ = ["DeferredCallback", "RequestFuture", "settle_exception", "settle_result"]
+__all__ = ["DeferredCallback", "PlainRequestFuture", "RequestFuture", "settle_exception", "settle_result"]

@@ -23,6 +23,9 @@ from one thread at a time, and acts on what it returns.
 - ``Connection.withdraw``, ``Connection.fail`` and
   ``Connection.close`` end requests for the other reasons: the caller
   cancelled, the transport could not carry them, the transport is gone.
+- A streamed request (``register(..., streamed=True)``) gets many responses:
+  each result is a ``Streamed`` event (never held) and it stays pending until
+  an error, its deadline, ``withdraw`` or ``end_stream`` (the final one was taken).
 
 Every way a request ends removes it from the table, and only the step that
 removed it reports it: a request is settled exactly once, and an answer that
@@ -31,30 +34,25 @@ comes late (or twice, or for an id never sent) is an ``Ignored``.
 Ordering.  The shell runs the handlers of the peer's notifications one at a
 time, in arrival order, and tells the core when each is done
 (``Connection.notification_done``).  A response that arrives while a
-notification received before it is still being handled is held (reported as
-``Held``, which settles nothing): it is reported answered once
-those notifications are done, so a progress callback has
-always run before the call it reports on returns.  Held or not, the request is
-still pending: its deadline, ``close()`` and a failure all end it with the
-answer it already has.  The same holds when the transport is lost by itself
-(``close(error, behind_notifications=True)``): a request that was waiting fails
-only once the notifications received before the loss are handled, so a peer's
-last updates reach their handlers before the call that was waiting fails.
+notification received before it is still being handled is held (``Held``,
+which settles nothing) and reported answered once those notifications are
+done, so a progress callback has always run before the call it reports on
+returns.  A held request is still pending: its deadline, ``close()`` and a
+failure end it with the answer it already has.  So when the transport is lost
+by itself (``close(error, behind_notifications=True)``): a request that was
+waiting fails once the notifications received before the loss are handled.
 Only notifications of methods the shell handles
-(``Connection.handle_notifications``) hold answers back, and a request the
-shell marks ``immediate`` (sent from inside a notification handler) is never
-held: its handler waits for it.
+(``Connection.handle_notifications``) hold answers back; a request marked
+``immediate`` (sent from inside a notification handler) is never held.
 
 Errors say whose fault they are: a malformed answer fails its request with
-``InvalidRequest``, the peer's error object
-becomes the matching ``RemoteError``, and a
-closed connection raises a fresh ``TransportClosed``
+``InvalidRequest``, the peer's error object becomes the matching
+``RemoteError``, and a closed connection raises a fresh ``TransportClosed``
 each time: no two futures ever share an exception object.
 """
 
 from __future__ import annotations
 
-import copy
 import heapq
 import itertools
 from collections import deque
@@ -62,7 +60,19 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tu
 
 from .. import messages
 from ..errors import InvalidRequest, JsonRpcError, RequestId, TransportClosed, error_from_response
-from .events import Answered, Event, Failed, Held, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
+from .events import (
+    Answered,
+    Event,
+    Failed,
+    Held,
+    Ignored,
+    PeerNotification,
+    PeerRequest,
+    Rejected,
+    Streamed,
+    TimedOut,
+    fresh_error,
+)
 
 #: The deadlines are rebuilt once they hold more than this many entries and
 #: more than twice as many as there are requests pending.
@@ -72,13 +82,14 @@ COMPACT_MIN_ENTRIES = 1024
 class _Pending:
     """One request in flight (kept small: 100,000 of these may be pending)."""
 
-    __slots__ = ("answer", "failure", "immediate", "method", "timeout", "token", "waits_for")
+    __slots__ = ("answer", "failure", "immediate", "method", "streamed", "timeout", "token", "waits_for")
 
-    def __init__(self, token: Any, method: str, timeout: Optional[float], immediate: bool) -> None:
+    def __init__(self, token: Any, method: str, timeout: Optional[float], immediate: bool, streamed: bool) -> None:
         self.token = token
         self.method = method
         self.timeout = timeout
-        self.immediate = immediate
+        self.immediate = immediate or streamed  # a stream's answers are never held
+        self.streamed = streamed
         self.answer: Optional[Dict[str, Any]] = None  # a held answer
         self.failure: Optional[JsonRpcError] = None  # a held end: the connection was lost
         self.waits_for = 0  # the notification it is held behind
@@ -103,6 +114,7 @@ class Connection:
         self._received = 0  # the ticket of the last handled notification received
         self._done = 0  # every handled notification up to this ticket is done
         self._held: Deque[RequestId] = deque()  # answers held back, in arrival order
+        self._failed_streams: Set[RequestId] = set()  # streamed requests failed in transit (see end_stream)
         self.errors = 0  # requests answered with an error, failed in transit, or lost at close
         self.timeouts = 0  # requests whose deadline passed
         self.cancels = 0  # requests the caller withdrew
@@ -169,6 +181,7 @@ class Connection:
         deadline: Optional[float] = None,
         token: Any = None,
         immediate: bool = False,
+        streamed: bool = False,
     ) -> None:
         """Put a request in the pending table (before its bytes are sent).
 
@@ -181,13 +194,14 @@ class Connection:
                 (``time_out``) or there is none.
             token: what the caller settles (its future), handed back in events.
             immediate: its answer is never held behind notifications.
+            streamed: answered by many responses (see the module docstring).
 
         Raises:
             TransportClosed: (a fresh one) after ``close``.
         """
         if self._closed is not None:
             raise fresh_error(self._closed)
-        self._pending[request_id] = _Pending(token, method, timeout, immediate)
+        self._pending[request_id] = _Pending(token, method, timeout, immediate, streamed)
         if deadline is not None:
             in_order = self._in_order
             if not in_order or deadline >= in_order[-1][0]:
@@ -278,6 +292,9 @@ class Connection:
         if entry is None or _is_held(entry):
             events.append(Ignored("a late or unknown response", request_id, warning=False))
             return
+        if entry.streamed and "result" in message and "error" not in message:  # one more answer; still pending
+            events.append(Streamed(request_id, entry.token, message["result"]))  # type: ignore[arg-type]
+            return
         if entry.immediate or self._done >= self._received:
             del self._pending[request_id]  # type: ignore[arg-type]
             entry.answer = message
@@ -289,11 +306,7 @@ class Connection:
         events.append(Held(request_id, entry.token))  # type: ignore[arg-type]
 
     def response_ids(self, value: Any) -> Sequence[RequestId]:
-        """The ids of the responses in a decoded message (or batch), as the peer wrote them.
-
-        Pure: whether or not a request waits for them.  Only ids of a valid
-        type (``int`` or ``str``).
-        """
+        """The valid ids (``int``, ``str``) of the responses in a decoded message or batch (pure: pending or not)."""
         if type(value) is dict:
             if "method" in value:
                 return ()
@@ -309,10 +322,7 @@ class Connection:
         return ()
 
     def notification_done(self, ticket: int) -> List[Event]:
-        """The handler of the notification with ``ticket`` returned: the answers it held back, settled.
-
-        Tickets are done in order (the shell runs the handlers one at a time).
-        """
+        """The handler of the notification ``ticket`` returned (tickets end in order): the answers it held, settled."""
         self._done = max(self._done, ticket)
         events: List[Event] = []
         held = self._held
@@ -398,6 +408,19 @@ class Connection:
         self.cancels += 1
         return True
 
+    def end_stream(self, request_id: RequestId, final: bool = True) -> bool:
+        """A streamed request's consumer is done (``final``: it took the last result): forget it.  True if pending.
+
+        A stream that failed in transit after its final result (the peer ended
+        its answer before the consumer took that result) is no error.
+        """
+        if self._pending.pop(request_id, None) is not None:
+            return True
+        if request_id in self._failed_streams:
+            self._failed_streams.discard(request_id)
+            self.errors -= 1 if final else 0
+        return False
+
     def fail(self, request_ids: Iterable[RequestId], error: JsonRpcError) -> List[Event]:
         """These requests could not be carried: a ``Failed`` each (its own copy of ``error``).
 
@@ -413,27 +436,19 @@ class Connection:
                 events.append(self._settled(request_id, entry))
                 continue
             self.errors += 1
+            if entry.streamed:  # unless its consumer finds its final result among those before (end_stream)
+                self._failed_streams.add(request_id)
             events.append(Failed(request_id, entry.token, error if first else fresh_error(error)))
             first = False
         return events
 
     def close(self, error: TransportClosed, behind_notifications: bool = False) -> List[Event]:
-        """Refuse new requests from now on, and end every pending one with a copy of ``error``.
+        """Refuse new requests from now on (with the first close's ``error``), and end every pending one.
 
-        The first close's error is the one later requests fail with.
-
-        Args:
-            error: what the pending requests fail with.
-            behind_notifications: the transport was lost (not closed by the
-                caller): a request still waiting for notifications received
-                before the loss to be handled fails only once they are (a
-                ``Held`` now), so every update the peer sent before it went
-                away reaches its handler before the call fails.  Its deadline,
-                a later ``close`` and ``fail`` still end it at once.
-
-        Returns:
-            A ``Failed`` for each pending request (or its held answer), or a
-            ``Held`` for each whose failure waits for notifications.
+        ``behind_notifications``: the transport was lost (not closed); a request
+        waiting for notifications received before the loss fails once they are
+        handled (a ``Held`` now), unless its deadline, ``close`` or ``fail`` comes
+        first.  Returns a ``Failed`` for each (a copy of ``error``, or its held answer), or a ``Held``.
         """
         if self._closed is None:
             self._closed = error
@@ -499,22 +514,6 @@ class Connection:
 def _is_held(entry: _Pending) -> bool:
     """True when the request's end is in hand (an answer, or the loss of the connection) and only waits."""
     return entry.answer is not None or entry.failure is not None
-
-
-def fresh_error(error: JsonRpcError) -> JsonRpcError:
-    """A copy of ``error`` without traceback, context or cause: one raise, one object."""
-    try:
-        duplicate = copy.copy(error)
-    except Exception:  # an exotic subclass that cannot be copied: a plain one
-        duplicate = (
-            TransportClosed(error.message)
-            if isinstance(error, TransportClosed)
-            else JsonRpcError(error.code, error.message, error.data)
-        )
-    duplicate.__traceback__ = None
-    duplicate.__cause__ = None
-    duplicate.__context__ = None
-    return duplicate
 
 
 __all__ = ["COMPACT_MIN_ENTRIES", "Connection", "fresh_error"]

@@ -20,6 +20,9 @@ through the transport, and logs.
   pool.  The peer's messages, and the cancellation notification sent when a
   request is given up, are ``peer_messages``'s (off the request path); the
   close sequence is ``teardown``'s.
+- A streamed request's results are pushed to its token, a stream's
+  ``Answers`` (``streams``), as they come; ``end_stream`` forgets the request
+  once its consumer took the last.
 - A blocking ``call()`` waits on a ``CallWaiter``;
   the futures of ``request()`` are settled inside
   ``library_settling``, which collects their
@@ -43,7 +46,7 @@ from ..runtime.scheduler import Scheduler, TimerHandle
 from ..runtime.settling import CallbackRunner, CallWaiter, library_settling
 from ..runtime.workers import SerialLane, WorkerPool
 from ..transports.base import Transport, capabilities
-from .events import Answered, Event, Failed, Held, Ignored, PeerNotification, PeerRequest, Rejected, TimedOut
+from .events import Answered, Event, Failed, Held, Ignored, PeerNotification, PeerRequest, Rejected, Streamed, TimedOut
 from .peer_messages import PeerMessages
 from .protocol import Connection, fresh_error
 
@@ -93,16 +96,25 @@ class Shell:
     # -- requests ---------------------------------------------------------------------------------------
 
     def register(
-        self, request_id: RequestId, method: str, timeout: Optional[float], deadline: Optional[float], token: Any
+        self,
+        request_id: RequestId,
+        method: str,
+        timeout: Optional[float],
+        deadline: Optional[float],
+        token: Any,
+        streamed: bool = False,
     ) -> None:
         """Put a request in the core (before its bytes are sent); ``deadline`` None: the caller keeps it.
+
+        ``streamed``: answered by many responses (``Connection.register``),
+        each pushed to ``token`` (``token.push(result)``).
 
         Raises:
             TransportClosed: (a fresh one) when the client is closed.
         """
         immediate = self.lane.in_lane()  # sent from a notification handler: its answer never waits behind it
         with self.lock:
-            self.core.register(request_id, method, timeout, deadline, token, immediate)
+            self.core.register(request_id, method, timeout, deadline, token, immediate, streamed)
             if deadline is not None and deadline < self._timer_at:
                 self._arm_locked(deadline)
 
@@ -223,6 +235,13 @@ class Shell:
             self._abandon([request_id])
             self.peer.cancelled(request_id, reason)
 
+    def end_stream(self, request_id: RequestId, final: bool = True) -> None:
+        """A streamed request's consumer is done (``final``: it took the last result): forget it, stop its reading."""
+        with self.lock:
+            ended = self.core.end_stream(request_id, final)
+        if ended:
+            self._abandon([request_id])
+
     def interrupted(self, request_id: RequestId, target: Any, error: BaseException) -> None:
         """The caller's thread was interrupted mid-request: settle it with ``error`` if still pending."""
         with self.lock:
@@ -235,7 +254,10 @@ class Shell:
     # -- what the transport reports (through the client's sink methods) -------------------------------
 
     def received(self, data: bytes) -> Sequence[RequestId]:
-        """One JSON text arrived: the ids of the responses it carried.  Never raises, never runs user code."""
+        """One JSON text arrived: the ids of the responses it carried (a stream's answer but its last: none).
+
+        Never raises, never runs user code.
+        """
         if self.observer is not None:
             self.observer.received(data)
         try:
@@ -249,8 +271,11 @@ class Shell:
         if type(value) is dict:  # the usual message, without one more call
             request_id: RequestId = value.get("id")  # type: ignore[assignment]
             kind = type(request_id)
-            return (request_id,) if "method" not in value and (kind is int or kind is str) else ()
-        return self.core.response_ids(value)
+            if "method" in value or (kind is not int and kind is not str):
+                return ()
+            return () if events and type(events[0]) is Streamed else (request_id,)
+        streaming = {event.request_id for event in events if isinstance(event, Streamed)}
+        return [request_id for request_id in self.core.response_ids(value) if request_id not in streaming]
 
     def received_chunk(self, chunk: Deque[bytes]) -> None:
         """The texts one read brought, taken from the left of ``chunk``: one round trip of the lock for all.
@@ -367,6 +392,8 @@ class Shell:
                     token.settle_exception(RequestTimeout(method, request_id, timeout, hint))
                 else:  # a future: its error is made when first asked for (no object a timeout in a burst)
                     token.settle_timeout(method, request_id, timeout, hint)
+        elif kind is Streamed:
+            event.token.push(event.result)  # type: ignore[attr-defined]
         elif kind is PeerNotification:
             assert isinstance(event, PeerNotification)
             self.peer.notification(event)

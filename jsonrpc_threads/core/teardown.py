@@ -21,10 +21,11 @@ Thread-safety: every method may be called from any thread.
 from __future__ import annotations
 
 import threading
+from typing import Optional
 
 from .. import _fork
 from ..errors import TransportClosed
-from ..runtime.wake_pipes import PROCESS_WAKE_PIPES
+from ..runtime.wake_pipes import WakePipes
 from ..runtime.workers import current_worker
 from ..transports.base import Transport
 from .shell import Shell
@@ -45,10 +46,14 @@ class Teardown:
         transport: the client's transport, closed once.
         label: the transport's label, for messages.
         made_in: the fork generation (``jsonrpc_threads._fork``) the client was made in.
+        wake_pipes: the wake pipes the client attached to (its waiter's), detached at close; or None.
     """
 
-    def __init__(self, shell: Shell, transport: Transport, label: str, made_in: int) -> None:
+    def __init__(
+        self, shell: Shell, transport: Transport, label: str, made_in: int, wake_pipes: Optional[WakePipes] = None
+    ) -> None:
         self._shell = shell
+        self._wake_pipes = wake_pipes
         self._transport = transport
         self._label = label
         self._made_in = made_in
@@ -79,7 +84,8 @@ class Teardown:
             finally:
                 self.stop_workers(HANDLER_SHUTDOWN_GRACE_S)
         finally:
-            PROCESS_WAKE_PIPES.detach()  # attached when the client was made
+            if self._wake_pipes is not None:
+                self._wake_pipes.detach()  # attached when the client was made
             self._done.set()
 
     def transport_closed(self, error: TransportClosed) -> None:

@@ -9,8 +9,10 @@ headers (``StdioTransport`` with
 
 - ``handshake``: ``initialize``, ``initialized`` and the settings, one
   flight each caller waits for with its own deadline;
-- ``editing`` and ``queries``: the calls on documents and the
-  questions about code, the two halves of the client's face;
+- ``editing``: the open documents, their diagnostics and positions
+  (a part the client holds and delegates to, owning its state);
+- ``queries``: the questions about code, sent after the handshake with
+  their progress (a part too);
 - ``capabilities``: what ``initialize`` declares (only what this client
   does) and what it reads from the answer (position encoding, document sync);
 - ``documents``: the open documents, their versions and the order their
@@ -53,24 +55,23 @@ import os
 import threading
 from concurrent.futures import Future
 from pathlib import PurePath
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, check_timeout
+from .._deadlines import DEFAULT_TIMEOUT, Deadline, check_timeout
 from .._flight import as_call_timeout
 from .._version import __version__
 from ..client import DEFAULT_HANDLER_WORKERS, JsonRpcClient, Timeout
 from ..errors import RequestTimeout, TransportClosed
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
-from .capabilities import SYNC_NONE, SyncOptions, client_capabilities, negotiated_encoding, sync_options
+from .capabilities import client_capabilities
 from .diagnostics import PUBLISH_METHOD, DiagnosticsBoard
-from .documents import DocumentStore
-from .editing import DocumentCalls
-from .handshake import INITIALIZED_SEND_TIMEOUT_S, Handshake, call_within
-from .positions import DEFAULT_ENCODING, UTF16
+from .editing import Editing
+from .handshake import INITIALIZED_SEND_TIMEOUT_S, Handshake, call_deadline, call_within
+from .positions import UTF16
 from .progress import PROGRESS_METHOD, ProgressCallback, ProgressRouter
-from .queries import PositionQueries
+from .queries import Queries, position_params
 from .server_requests import Handler, ServerRequests
 from .shutdown import CLOSE_BOUND_S, EXIT_SEND_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, reclaim_after_exit, say_goodbye
 from .uris import PathOrUri, as_uri, uri_to_path
@@ -96,7 +97,7 @@ class _Connection(JsonRpcClient):
         self._on_closed(error)
 
 
-class LspClient(Closing, DocumentCalls, PositionQueries):
+class LspClient(Closing):
     """A synchronous client of one language server.  Thread-safe; a context manager.
 
     ``with LspClient(...) as lsp:`` runs the handshake and, at the end, shuts
@@ -189,15 +190,12 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
             on_show_message_request=on_show_message_request,
             on_log=on_log,
         )
-        self._documents = DocumentStore()
         self._board = DiagnosticsBoard(on_diagnostics)
         self._progress = ProgressRouter(f"jsonrpc-threads-{os.getpid()}-{next(_client_numbers)}", on_progress)
         # _lock guards _close_started; _closed is set once close() finished.
         self._lock = threading.Lock()
         self._close_started = False
         self._closed = threading.Event()
-        self._encoding = DEFAULT_ENCODING
-        self._sync = SyncOptions(True, SYNC_NONE)
         transport = self._transport_for(command_or_transport, env, cwd, inherit_env)
         try:
             self._rpc = _Connection(
@@ -212,6 +210,8 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
                 transport.close()
             raise
         self._handshake = Handshake(self._rpc, self._initialize_params, self._initialized, self._settings_to_send)
+        self._editing = Editing(self._rpc, self._handshake, self._board)
+        self._queries = Queries(self._rpc, self._handshake, self._progress)
         self._server.register(self._rpc, self._progress.create)
         self._rpc.on_notification(PROGRESS_METHOD, self._progress.route)
         self._rpc.on_notification(PUBLISH_METHOD, self._board.publish)
@@ -286,9 +286,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
     def _initialized(self, result: Dict[str, Any]) -> None:
         """The server answered ``initialize`` (on the handshake's thread): read what it chose."""
         capabilities = result.get("capabilities")
-        server_capabilities: Dict[str, Any] = capabilities if isinstance(capabilities, dict) else {}
-        self._encoding = negotiated_encoding(server_capabilities, self._offered)
-        self._sync = sync_options(server_capabilities)
+        self._editing.learn(capabilities if isinstance(capabilities, dict) else {}, self._offered)
 
     def _on_enter(self) -> None:
         """Entering ``with``: run the handshake (the client is closed if it fails); leaving closes it."""
@@ -365,7 +363,7 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
     @property
     def position_encoding(self) -> str:
         """The negotiated position encoding (``"utf-16"`` before the handshake and by default)."""
-        return self._encoding
+        return self._editing.encoding
 
     @property
     def client_capabilities(self) -> Dict[str, Any]:
@@ -402,6 +400,261 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
             )
         except RequestTimeout as exc:
             raise as_call_timeout(exc, deadline) from None
+
+    # -- open documents (``editing``) --------------------------------------------------------
+
+    def open(
+        self,
+        path_or_uri: PathOrUri,
+        text: Optional[str] = None,
+        language_id: Optional[str] = None,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> str:
+        """Open a document on the server (``textDocument/didOpen``).
+
+        Its version is 1, or for a document this client closed before, one more
+        than the last version it sent for that URI: a version never repeats, so
+        a late publication about the old text never passes for the new one.
+
+        Args:
+            path_or_uri: a local path or a URI.
+            text: the content; by default the file's, read as UTF-8.
+            language_id: by default from the suffix (``.py``: ``python``; see
+                ``LANGUAGE_IDS``).
+            timeout: for the whole call: the handshake if it has not run, the
+                wait for its turn among the document notifications, the send.
+
+        Returns:
+            The document's URI (what the other methods take).
+
+        Raises:
+            ValueError: the document is open already, or ``text`` is missing
+                for a URI that is not a ``file:`` URI.
+            OSError: the file cannot be read.
+            TransportClosed, RequestTimeout: as any call.
+        """
+        return self._editing.open(path_or_uri, text, language_id, self._deadline(timeout))
+
+    def change(self, uri: PathOrUri, text: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> int:
+        """Replace an open document's text (``textDocument/didChange``, the whole text).
+
+        Thread-safe: concurrent changes get consecutive versions and reach the
+        server in version order.
+
+        Returns:
+            The document's new version.
+
+        Raises:
+            ValueError: the document is not open.
+            TransportClosed, RequestTimeout: as any call.
+        """
+        return self._editing.change(uri, text, self._deadline(timeout))
+
+    def close_document(self, uri: PathOrUri, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
+        """Close an open document (``textDocument/didClose``); the server reads it from disk again.
+
+        Raises:
+            ValueError: the document is not open.
+            TransportClosed, RequestTimeout: as any call.
+        """
+        self._editing.close(uri, self._deadline(timeout))
+
+    def document_text(self, uri: PathOrUri) -> Optional[str]:
+        """The text of an open document as the server was told it, or ``None`` when it is not open."""
+        return self._editing.text(uri)
+
+    def document_version(self, uri: PathOrUri) -> Optional[int]:
+        """The version of an open document, or ``None`` when it is not open."""
+        return self._editing.version(uri)
+
+    def diagnostics(self, uri: PathOrUri, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
+        """The server's diagnostics for the document's current version, once it published them.
+
+        For a document opened here: waits for the ``publishDiagnostics`` of
+        the version last sent (returns at once when it already arrived).  For
+        any other document: the latest published, or the next.
+
+        Args:
+            uri: the document (a URI or a local path).
+            timeout: seconds for the whole call (the handshake if it has not
+                run, and the wait); by default the client's ``default_timeout``.
+
+        Returns:
+            The diagnostics, as the server sent them (possibly empty).
+
+        Raises:
+            RequestTimeout: nothing was published in time (its ``hint`` says for which version).
+            TransportClosed: the server went away first.
+        """
+        return self._editing.diagnostics(uri, self._deadline(timeout))
+
+    def position_at(self, uri: PathOrUri, offset: int) -> Tuple[int, int]:
+        """The position, in the negotiated encoding, of a Python string offset into a document.
+
+        The text is the open document's (as the server was told it), else the
+        file's on disk.  Example: ``lsp.position_at(uri, text.index("greet"))``.
+
+        Returns:
+            ``(line, character)``, what ``definition`` and the others take.
+
+        Raises:
+            ValueError: an offset outside the text.
+            OSError: the document is not open and its file cannot be read.
+        """
+        return self._editing.position_at(uri, offset)
+
+    def offset_at(self, uri: PathOrUri, line: int, character: int) -> int:
+        """The Python string offset of a position (in the negotiated encoding) in a document.
+
+        Raises:
+            ValueError: a negative line or character.
+            OSError: the document is not open and its file cannot be read.
+        """
+        return self._editing.offset_at(uri, line, character)
+
+    # -- questions about code (``queries``) ----------------------------------------------------
+
+    def definition(
+        self,
+        uri: PathOrUri,
+        line: int,
+        character: int,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Any:
+        """``textDocument/definition``: where the symbol at the position is defined.
+
+        Returns:
+            A ``Location``, a list of ``Location`` or ``LocationLink``, or ``None``.
+
+        Raises: as ``call``; ``ValueError``/``TypeError`` for a bad position.
+        """
+        params = position_params(uri, line, character)
+        return self._ask("textDocument/definition", params, timeout, on_progress, partial=True)
+
+    def references(
+        self,
+        uri: PathOrUri,
+        line: int,
+        character: int,
+        *,
+        include_declaration: bool = True,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Any:
+        """``textDocument/references``: every use of the symbol at the position.
+
+        Returns:
+            A list of ``Location`` (partial results the server streamed
+            included), or ``None``.
+
+        Raises: as ``call``.
+        """
+        params = position_params(uri, line, character, context={"includeDeclaration": include_declaration})
+        return self._ask("textDocument/references", params, timeout, on_progress, partial=True)
+
+    def hover(
+        self,
+        uri: PathOrUri,
+        line: int,
+        character: int,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Any:
+        """``textDocument/hover``: what the symbol at the position is.
+
+        Returns:
+            A ``Hover`` (``contents``, maybe ``range``), or ``None``.
+
+        Raises: as ``call``.
+        """
+        params = position_params(uri, line, character)
+        return self._ask("textDocument/hover", params, timeout, on_progress, partial=False)
+
+    def completion(
+        self,
+        uri: PathOrUri,
+        line: int,
+        character: int,
+        *,
+        trigger_character: Optional[str] = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Any:
+        """``textDocument/completion`` at the position (invoked, or after ``trigger_character``).
+
+        Returns:
+            A ``CompletionList`` (``items``, ``isIncomplete``), a list of
+            ``CompletionItem``, or ``None``.
+
+        Raises: as ``call``.
+        """
+        if trigger_character is None:
+            context: Dict[str, Any] = {"triggerKind": 1}
+        else:
+            context = {"triggerKind": 2, "triggerCharacter": trigger_character}
+        params = position_params(uri, line, character, context=context)
+        return self._ask("textDocument/completion", params, timeout, on_progress, partial=False)
+
+    def document_symbols(
+        self,
+        uri: PathOrUri,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Any:
+        """``textDocument/documentSymbol``: the symbols of a document.
+
+        Returns:
+            A list of ``DocumentSymbol`` (a tree: ``children``) or of
+            ``SymbolInformation``, or ``None``.
+
+        Raises: as ``call``.
+        """
+        params = {"textDocument": {"uri": as_uri(uri)}}
+        return self._ask("textDocument/documentSymbol", params, timeout, on_progress, partial=True)
+
+    def workspace_symbols(
+        self,
+        query: str,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Any:
+        """``workspace/symbol``: the workspace's symbols matching ``query`` (``""``: all).
+
+        Returns:
+            A list of ``SymbolInformation`` or ``WorkspaceSymbol``, or ``None``.
+
+        Raises: as ``call`` (``RemoteMethodNotFound`` from a server without it).
+        """
+        return self._ask("workspace/symbol", {"query": query}, timeout, on_progress, partial=True)
+
+    def rename(
+        self,
+        uri: PathOrUri,
+        line: int,
+        character: int,
+        new_name: str,
+        *,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Any:
+        """``textDocument/rename``: the edits that rename the symbol at the position.
+
+        The edits are returned, not applied: nothing on disk or in the open
+        documents changes.
+
+        Returns:
+            A ``WorkspaceEdit`` (``changes`` by URI, or ``documentChanges``), or ``None``.
+
+        Raises: as ``call``.
+        """
+        params = position_params(uri, line, character, newName=new_name)
+        return self._ask("textDocument/rename", params, timeout, on_progress, partial=False)
 
     # -- plain JSON-RPC -----------------------------------------------------------------------
 
@@ -449,6 +702,21 @@ class LspClient(Closing, DocumentCalls, PositionQueries):
             raise as_call_timeout(exc, deadline) from None
 
     # -- internals ----------------------------------------------------------------------------------
+
+    def _deadline(self, timeout: Timeout) -> Deadline:
+        """The deadline of a call that enters now with ``timeout`` (``default_timeout`` by default)."""
+        return call_deadline(self._rpc, timeout)
+
+    def _ask(
+        self,
+        method: str,
+        params: Dict[str, Any],
+        timeout: Timeout,
+        on_progress: Optional[ProgressCallback],
+        *,
+        partial: bool,
+    ) -> Any:
+        return self._queries.ask(method, params, self._deadline(timeout), on_progress, partial=partial)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "initialized" if self._handshake.succeeded() else "new"

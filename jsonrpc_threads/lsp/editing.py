@@ -1,88 +1,67 @@
-"""Open documents, as calls of LspClient: open, change and close them, their diagnostics, positions in them.
+"""Open documents, one part of LspClient: open, change and close them, their diagnostics, positions in them.
 
-Theory of operation.  ``DocumentCalls`` is the part of
-``LspClient`` that tells the server about the
-documents the caller edits (``textDocument/didOpen``, ``didChange``,
-``didClose``), waits for the diagnostics it publishes about them, and turns
-Python string offsets into protocol positions and back.  The store of open
-documents (``documents``) decides each version and each notification's
-place in the outgoing order; the board (``diagnostics``) keeps what the
-server published.
+Theory of operation.  ``Editing`` is the part of ``LspClient`` that tells
+the server about the documents the caller edits (``textDocument/didOpen``,
+``didChange``, ``didClose``), waits for the diagnostics it publishes about
+them, and turns Python string offsets into protocol positions and back.  It
+owns the store of open documents (``documents``), which decides each
+version and each notification's place in the outgoing order, and what the
+handshake told about documents: the position encoding and the document
+sync the server asked for (``learn``).  The client gives it, once, the
+connection, the handshake and the board of published diagnostics
+(``diagnostics``); it reaches nothing else.
 
-Deadlines.  Each call makes its deadline as it enters (its ``timeout``, else
-the client's ``default_timeout``), and every step it triggers spends what is
-left of it: the handshake if it has not run (``handshake``), the wait for
-the notification's turn, the send, the wait for diagnostics.  A
-``RequestTimeout`` names the whole call's timeout.
+Deadlines.  ``LspClient`` makes each call's deadline as the call enters;
+every step here spends what is left of it: the handshake if it has not run
+(``handshake``), the wait for the notification's turn, the send, the wait
+for diagnostics.  A ``RequestTimeout`` names the whole call's timeout.
 
-Thread-safety: every method may be called from any thread.
+Thread-safety: every method may be called from any thread; ``learn`` runs
+once, on the handshake's thread, before any call passes the handshake.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout
+from .._deadlines import Deadline
 from .._flight import as_call_timeout
 from .._logs import get_logger
 from ..client import JsonRpcClient
 from ..errors import RequestTimeout
-from .capabilities import SYNC_NONE, SyncOptions
+from .capabilities import SYNC_NONE, SyncOptions, negotiated_encoding, sync_options
 from .diagnostics import DiagnosticsBoard
 from .documents import DocumentStore, language_id_for
-from .handshake import Handshake, call_deadline
-from .positions import offset_from_position, position_from_offset
+from .handshake import Handshake
+from .positions import DEFAULT_ENCODING, offset_from_position, position_from_offset
 from .uris import PathOrUri, as_uri, uri_to_path
 
 logger = get_logger(__name__)
 
 
-class DocumentCalls:
-    """Documents, their diagnostics and positions: these calls of ``LspClient``."""
+class Editing:
+    """The open documents of one ``LspClient``, their diagnostics and positions.  Thread-safe.
 
-    _rpc: JsonRpcClient
-    _handshake: Handshake
-    _documents: DocumentStore
-    _board: DiagnosticsBoard
-    _sync: SyncOptions
-    _encoding: str
+    Attributes:
+        encoding: the negotiated position encoding (``"utf-16"`` until the handshake says otherwise).
+    """
 
-    def _deadline(self, timeout: Timeout) -> Deadline:
-        """The deadline of a call that enters now with ``timeout`` (the client's ``default_timeout`` by default)."""
-        return call_deadline(self._rpc, timeout)
+    def __init__(self, rpc: JsonRpcClient, handshake: Handshake, board: DiagnosticsBoard) -> None:
+        self._rpc = rpc
+        self._handshake = handshake
+        self._board = board
+        self._documents = DocumentStore()
+        # Both are set once by learn(), on the handshake's thread, before any caller passes the handshake.
+        self.encoding = DEFAULT_ENCODING
+        self._sync = SyncOptions(True, SYNC_NONE)
 
-    def open(
-        self,
-        path_or_uri: PathOrUri,
-        text: Optional[str] = None,
-        language_id: Optional[str] = None,
-        *,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-    ) -> str:
-        """Open a document on the server (``textDocument/didOpen``).
+    def learn(self, server_capabilities: Mapping[str, Any], offered: Sequence[str]) -> None:
+        """Read what the server chose in its ``initialize`` answer: the position encoding, the document sync."""
+        self.encoding = negotiated_encoding(server_capabilities, offered)
+        self._sync = sync_options(server_capabilities)
 
-        Its version is 1, or for a document this client closed before, one more
-        than the last version it sent for that URI: a version never repeats, so
-        a late publication about the old text never passes for the new one.
-
-        Args:
-            path_or_uri: a local path or a URI.
-            text: the content; by default the file's, read as UTF-8.
-            language_id: by default from the suffix (``.py``: ``python``; see
-                ``LANGUAGE_IDS``).
-            timeout: for the whole call: the handshake if it has not run, the
-                wait for its turn among the document notifications, the send.
-
-        Returns:
-            The document's URI (what the other methods take).
-
-        Raises:
-            ValueError: the document is open already, or ``text`` is missing
-                for a URI that is not a ``file:`` URI.
-            OSError: the file cannot be read.
-            TransportClosed, RequestTimeout: as any call.
-        """
-        deadline = self._deadline(timeout)
+    def open(self, path_or_uri: PathOrUri, text: Optional[str], language_id: Optional[str], deadline: Deadline) -> str:
+        """``textDocument/didOpen`` within ``deadline`` (as ``LspClient.open``); the document's URI."""
         uri = as_uri(path_or_uri)
         if text is None:
             text = uri_to_path(uri).read_text(encoding="utf-8")
@@ -92,26 +71,14 @@ class DocumentCalls:
         version = document.version
         params = {"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}}
         try:
-            self._send_document(ticket, deadline, "textDocument/didOpen", params, self._sync.open_close, version)
+            self._send(ticket, deadline, "textDocument/didOpen", params, self._sync.open_close, version)
         except BaseException:
             self._documents.discard(uri)
             raise
         return uri
 
-    def change(self, uri: PathOrUri, text: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> int:
-        """Replace an open document's text (``textDocument/didChange``, the whole text).
-
-        Thread-safe: concurrent changes get consecutive versions and reach the
-        server in version order.
-
-        Returns:
-            The document's new version.
-
-        Raises:
-            ValueError: the document is not open.
-            TransportClosed, RequestTimeout: as any call.
-        """
-        deadline = self._deadline(timeout)
+    def change(self, uri: PathOrUri, text: str, deadline: Deadline) -> int:
+        """``textDocument/didChange`` with the whole text within ``deadline`` (as ``LspClient.change``)."""
         self._handshake.ready(deadline)
         document, ticket = self._documents.change(as_uri(uri), text)
         params = {
@@ -119,33 +86,40 @@ class DocumentCalls:
             "contentChanges": [{"text": text}],
         }
         send = self._sync.change != SYNC_NONE
-        self._send_document(ticket, deadline, "textDocument/didChange", params, send, document.version)
+        self._send(ticket, deadline, "textDocument/didChange", params, send, document.version)
         return document.version
 
-    def close_document(self, uri: PathOrUri, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
-        """Close an open document (``textDocument/didClose``); the server reads it from disk again.
-
-        Raises:
-            ValueError: the document is not open.
-            TransportClosed, RequestTimeout: as any call.
-        """
-        deadline = self._deadline(timeout)
+    def close(self, uri: PathOrUri, deadline: Deadline) -> None:
+        """``textDocument/didClose`` within ``deadline`` (as ``LspClient.close_document``)."""
         self._handshake.ready(deadline)
         document, ticket = self._documents.close(as_uri(uri))
         params = {"textDocument": {"uri": document.uri}}
-        self._send_document(ticket, deadline, "textDocument/didClose", params, self._sync.open_close, None)
+        self._send(ticket, deadline, "textDocument/didClose", params, self._sync.open_close, None)
 
-    def document_text(self, uri: PathOrUri) -> Optional[str]:
-        """The text of an open document as the server was told it, or ``None`` when it is not open."""
+    def text(self, uri: PathOrUri) -> Optional[str]:
+        """The text of an open document as the server was told it, or ``None``."""
         document = self._documents.get(as_uri(uri))
         return document.text if document is not None else None
 
-    def document_version(self, uri: PathOrUri) -> Optional[int]:
-        """The version of an open document, or ``None`` when it is not open."""
+    def version(self, uri: PathOrUri) -> Optional[int]:
+        """The version of an open document, or ``None``."""
         document = self._documents.get(as_uri(uri))
         return document.version if document is not None else None
 
-    def _send_document(
+    def diagnostics(self, uri: PathOrUri, deadline: Deadline) -> List[Dict[str, Any]]:
+        """The diagnostics of the document's current version, waited for within ``deadline``."""
+        self._handshake.ready(deadline)
+        return self._board.wait(as_uri(uri), deadline.timeout, deadline.at)
+
+    def position_at(self, uri: PathOrUri, offset: int) -> Tuple[int, int]:
+        """``(line, character)`` in the negotiated encoding of a Python string offset into a document."""
+        return position_from_offset(self._text_of(as_uri(uri)), offset, self.encoding)
+
+    def offset_at(self, uri: PathOrUri, line: int, character: int) -> int:
+        """The Python string offset of a position (in the negotiated encoding) in a document."""
+        return offset_from_position(self._text_of(as_uri(uri)), line, character, self.encoding)
+
+    def _send(
         self,
         ticket: int,
         deadline: Deadline,
@@ -174,53 +148,6 @@ class DocumentCalls:
         finally:
             order.done(ticket)
 
-    def diagnostics(self, uri: PathOrUri, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
-        """The server's diagnostics for the document's current version, once it published them.
-
-        For a document opened here: waits for the ``publishDiagnostics`` of
-        the version last sent (returns at once when it already arrived).  For
-        any other document: the latest published, or the next.
-
-        Args:
-            uri: the document (a URI or a local path).
-            timeout: seconds for the whole call (the handshake if it has not
-                run, and the wait); by default the client's ``default_timeout``.
-
-        Returns:
-            The diagnostics, as the server sent them (possibly empty).
-
-        Raises:
-            RequestTimeout: nothing was published in time (its ``hint`` says for which version).
-            TransportClosed: the server went away first.
-        """
-        deadline = self._deadline(timeout)
-        self._handshake.ready(deadline)
-        return self._board.wait(as_uri(uri), deadline.timeout, deadline.at)
-
-    def position_at(self, uri: PathOrUri, offset: int) -> Tuple[int, int]:
-        """The position, in the negotiated encoding, of a Python string offset into a document.
-
-        The text is the open document's (as the server was told it), else the
-        file's on disk.  Example: ``lsp.position_at(uri, text.index("greet"))``.
-
-        Returns:
-            ``(line, character)``, what ``definition`` and the others take.
-
-        Raises:
-            ValueError: an offset outside the text.
-            OSError: the document is not open and its file cannot be read.
-        """
-        return position_from_offset(self._text_of(as_uri(uri)), offset, self._encoding)
-
-    def offset_at(self, uri: PathOrUri, line: int, character: int) -> int:
-        """The Python string offset of a position (in the negotiated encoding) in a document.
-
-        Raises:
-            ValueError: a negative line or character.
-            OSError: the document is not open and its file cannot be read.
-        """
-        return offset_from_position(self._text_of(as_uri(uri)), line, character, self._encoding)
-
     def _text_of(self, uri: str) -> str:
         document = self._documents.get(uri)
         if document is not None:
@@ -228,4 +155,4 @@ class DocumentCalls:
         return uri_to_path(uri).read_text(encoding="utf-8")
 
 
-__all__ = ["DocumentCalls"]
+__all__ = ["Editing"]

@@ -1,7 +1,7 @@
 """The registry's face for a model: the tools it sees, and its tool calls turned into its next tool messages.
 
 Theory of operation.  ``ModelToolCalls`` is the part of
-``ToolRegistry`` that lists every server's tools in
+``ToolRegistry`` (which holds it and delegates to it) that lists every server's tools in
 the formats of the LLM APIs (starting the servers not started yet), and
 takes a model's tool call
 (the OpenAI chat, OpenAI Responses and Anthropic formats,
@@ -11,8 +11,8 @@ it is not known yet), calls it, and returns the tool message.  Every failure
 becomes a message that says what went wrong: an agent loop never gets an
 exception from a bad call.
 
-Deadlines.  A call's deadline is made as it enters (``ModelToolCalls.execute``;
-for ``ModelToolCalls.execute_all``, once for all its calls) from its
+Deadlines.  A call's deadline is made as it enters (``ToolRegistry.execute``;
+for ``ToolRegistry.execute_all``, once for all its calls) from its
 ``timeout``, else the ``timeout`` of the server behind the name (of the
 longest of the servers it may belong to, before the name is known), else the
 registry's ``default_timeout``; the lookup, a wait for the server's start and
@@ -27,9 +27,9 @@ import copy
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
-from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, UseDefault, check_timeout
+from .._deadlines import Deadline, Timeout, UseDefault, check_timeout
 from ..errors import JsonRpcError
 from .errors import UnknownTool
 from .llm_formats import (
@@ -43,7 +43,8 @@ from .llm_formats import (
     result_text,
     tool_message,
 )
-from .supervision import Settings, refresh_all
+from .registry_servers import RegistryServers
+from .registry_settings import Settings
 from .supervisor import ServerSupervisor
 from .tool_index import ToolIndex
 
@@ -51,108 +52,62 @@ logger = logging.getLogger(__name__)
 
 
 class ModelToolCalls:
-    """The tools a model sees, and its calls routed and run: these calls of ``ToolRegistry``.
+    """The tools a model sees, and its calls routed and run: the part of ``ToolRegistry`` behind its model face.
 
-    Attributes:
+    Args:
+        servers: the registry's servers.
+        index: its routing table.
+        settings: its settings (``startup_timeout``, ``default_timeout``).
         max_concurrency: the most calls ``execute_all`` runs at once.
+        is_closed: True once the registry closed (a failed call's message says so).
     """
 
-    max_concurrency: int
-    _servers: Dict[str, ServerSupervisor]
-    _index: ToolIndex
-    _settings: Settings
-    _closed: bool
-
-    def _check_fork(self) -> None:
-        """In a process forked since the registry was made, reset it first (the registry's own)."""
+    def __init__(
+        self,
+        servers: RegistryServers,
+        index: ToolIndex,
+        settings: Settings,
+        max_concurrency: int,
+        is_closed: Callable[[], bool],
+    ) -> None:
+        self._servers = servers
+        self._index = index
+        self._settings = settings
+        self._max_concurrency = max_concurrency
+        self._is_closed = is_closed
 
     def tools(self) -> List[RegistryTool]:
-        """Every tool of every available server, in configuration order.
-
-        Starts the servers not started yet (concurrently) and fetches again
-        the lists that are stale (the server said they changed, or the
-        ``ttlMs`` it gave them passed), within ``startup_timeout`` in all.  A server
-        that cannot start contributes no tools (see ``errors``); one that
-        restarts or idles keeps offering the tools it had.
-        """
-        self._check_fork()
+        """Every tool of every available server, the servers started and stale lists fetched first."""
         deadline = Deadline.after(self._settings.startup_timeout)
-        refresh_all(list(self._servers.values()), deadline, max_concurrency=self.max_concurrency)
+        self._servers.refresh(self._servers.all(), deadline)
         return self._index.entries()
 
     def openai_tools(self) -> List[Dict[str, Any]]:
-        """The tools for OpenAI function calling.
-
-        Returns:
-            ``[{"type": "function", "function": {"name", "description", "parameters"}}]``.
-        """
+        """The tools for OpenAI function calling."""
         return [openai_tool(tool) for tool in self.tools()]
 
     def anthropic_tools(self) -> List[Dict[str, Any]]:
-        """The tools for the Anthropic Messages API: ``[{"name", "description", "input_schema"}]``."""
+        """The tools for the Anthropic Messages API."""
         return [anthropic_tool(tool) for tool in self.tools()]
 
-    def resolve(self, name: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Tuple[str, str]:
-        """The ``(server, tool)`` behind a namespaced name.
-
-        Starts only the servers the name could belong to (by its prefix),
-        and fetches their tool lists again when stale, within ``timeout``
-        (by default the servers' call timeout).
-
-        Raises:
-            UnknownTool: no server offers it.
-            ServerUnavailable, ConfigError: the server it belongs to cannot start,
-                or (``timed_out``) was not up by the deadline.
-            RequestTimeout: the deadline passed before the server had listed its tools.
-        """
-        self._check_fork()
+    def resolve(self, name: str, timeout: Timeout) -> Tuple[str, str]:
+        """The ``(server, tool)`` behind a namespaced name (raises as ``ToolRegistry.resolve``)."""
         server, tool = self._resolve(name, self._deadline(timeout, name, time.monotonic()))
         return server.name, tool
 
-    def execute(self, tool_call: Any, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
-        """Run one tool call from a model and return the message for the next turn.
-
-        Accepted calls (dicts, or SDK objects with ``model_dump()``):
-
-        - OpenAI chat: ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``
-          -> ``{"role": "tool", "tool_call_id", "content": "<text>"}``;
-        - Anthropic: ``{"type": "tool_use", "id", "name", "input": {...}}``
-          -> ``{"type": "tool_result", "tool_use_id", "content": [blocks], "is_error"?: True}``;
-        - OpenAI Responses: ``{"type": "function_call", "call_id", "name", "arguments"}``
-          -> ``{"type": "function_call_output", "call_id", "output": "<text>"}``.
-
-        Never raises for a bad call: malformed arguments, an unknown tool, an
-        unavailable server, a timeout, a crash, a protocol error or an
-        ``isError`` result each give a message whose text starts with
-        ``Error:`` and says what went wrong (Anthropic: also ``is_error``).
-
-        Args:
-            tool_call: the call.
-            timeout: as for ``call_tool``; it bounds the lookup of the
-                tool's name too (which may start its server).
-
-        Raises:
-            TypeError, ValueError: for a bad ``timeout`` (a bug of the caller, not of the call).
-        """
-        self._check_fork()
+    def execute(self, tool_call: Any, timeout: Timeout) -> Dict[str, Any]:
+        """Run one tool call from a model; its message for the next turn (never raises for a bad call)."""
         return self._execute(tool_call, timeout, time.monotonic())
 
-    def execute_all(self, tool_calls: Sequence[Any], *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
-        """Run tool calls concurrently; return their messages in the order of the calls.
-
-        Up to ``max_concurrency`` calls run at once, on threads that end when
-        this returns.  Calls to the same server are pipelined on its session.
-        Every call's deadline counts from this call (a call that waited for a
-        free thread has less left).  Never raises for a bad call (see ``execute``).
-        """
-        self._check_fork()
+    def execute_all(self, tool_calls: Sequence[Any], timeout: Timeout) -> List[Dict[str, Any]]:
+        """Run tool calls concurrently (``max_concurrency`` at once); their messages in the order of the calls."""
         entered = time.monotonic()
         if not _is_default(timeout):
             check_timeout(timeout)  # a bad timeout is the caller's bug: raised here, not once per call
         calls = list(tool_calls)
         if len(calls) <= 1:
             return [self._execute(call, timeout, entered) for call in calls]
-        workers = min(len(calls), self.max_concurrency)
+        workers = min(len(calls), self._max_concurrency)
         with ThreadPoolExecutor(workers, thread_name_prefix="jsonrpc-registry-call") as pool:
             futures = [pool.submit(self._execute, call, timeout, entered) for call in calls]
             return [future.result() for future in futures]
@@ -173,7 +128,7 @@ class ModelToolCalls:
         try:
             result = server.call_tool(tool, call.arguments, deadline)
         except JsonRpcError as exc:
-            return error_message(call, explain_failure(server.name, tool, exc, registry_closed=self._closed))
+            return error_message(call, explain_failure(server.name, tool, exc, registry_closed=self._is_closed()))
         except Exception as exc:
             logger.exception("tool %r on server %r failed", tool, server.name)
             text = f"the call to tool {tool!r} on server {server.name!r} failed ({type(exc).__name__}: {exc})."
@@ -202,7 +157,7 @@ class ModelToolCalls:
         hit = self._index.lookup(name)
         if hit is not None:
             # A stale list (list_changed, or its ttlMs passed) is fetched again first: the name may have gone.
-            refresh_all([hit[0]], deadline, max_concurrency=self.max_concurrency)
+            self._servers.refresh([hit[0]], deadline)
             hit = self._index.lookup(name)
             if hit is not None:
                 return hit
@@ -210,7 +165,7 @@ class ModelToolCalls:
         # Start the servers it could belong to; fetch again the lists already known
         # (a tool may have appeared without a list_changed notification).
         usable = [server for server in candidates if server.config is not None]
-        errors = refresh_all(usable, deadline, refresh=True, max_concurrency=self.max_concurrency)
+        errors = self._servers.refresh(usable, deadline, refresh=True)
         hit = self._index.lookup(name)
         if hit is not None:
             return hit

@@ -20,6 +20,12 @@ runs a model's tool calls (``model_calls``: every failure a tool
 message, never an exception); the formats are ``llm_formats``.  Calls to
 one server are pipelined on its one session, never queued behind a lock.
 
+Parts.  ``ToolRegistry`` is a facade over parts that own their state, each
+held and delegated to: ``registry_servers`` (the supervisors by name, what
+they report, and the work on many at once: starting or listing them
+concurrently, stopping them all), ``model_calls`` (the model's face) and
+``registry_settings`` (what every supervisor reads at each start and call).
+
 Deadlines.  Every public call makes its deadline as it enters (its
 ``timeout``, else the server's ``timeout``, else ``default_timeout``) and
 every step it triggers spends what is left: the lookup of a tool's name
@@ -41,11 +47,12 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import _fork
 from .._closing import Closing
 from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
+from ..errors import JsonRpcError
 from ..observe import WireMessage
 from ..transports.config import build_transport
 from .background import Background
@@ -63,7 +70,8 @@ from .naming import (
 )
 from .progress import ProgressCallback
 from .protocol import arguments_object
-from .registry_reports import ServerReports
+from .registry_servers import RegistryServers
+from .registry_settings import DEFAULT_HEALTH_TIMEOUT_S, Settings, TransportFactory
 from .restarts import (
     DEFAULT_MAX_RESTART_BACKOFF_S,
     DEFAULT_MAX_RESTARTS,
@@ -72,7 +80,6 @@ from .restarts import (
     RestartPolicy,
 )
 from .session import McpClient
-from .supervision import DEFAULT_HEALTH_TIMEOUT_S, Settings, TransportFactory, refresh_all, stop_all
 from .supervisor import ServerSupervisor
 from .tool_index import ToolIndex
 from .types import CallToolResult
@@ -102,7 +109,7 @@ def _new_fork_lock() -> None:
 _fork.at_fork_in_child(_new_fork_lock)
 
 
-class ToolRegistry(Closing, ServerReports, ModelToolCalls):
+class ToolRegistry(Closing):
     """The tools of many MCP servers, for a model; calls routed to the right server.
 
     Thread-safe: every method may be called from any number of threads at once.
@@ -204,9 +211,8 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
         self._lock = threading.Lock()
         self._closed = False
         self._made_in = _fork.generation  # a fork resets the registry on its first use there
-        self._servers: Dict[str, ServerSupervisor] = {}
-        for name in config.names:
-            self._servers[name] = ServerSupervisor(
+        supervisors = [
+            ServerSupervisor(
                 name,
                 config.servers.get(name),
                 config.errors.get(name),
@@ -215,9 +221,14 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
                 on_listed=self._rebuild_names,
                 on_tools_changed=on_tools_changed,
             )
+            for name in config.names
+        ]
+        for name in config.names:
             if name in config.errors:
                 logger.warning("%s", config.errors[name])
-        self._index = ToolIndex(list(self._servers.values()))
+        self._servers = RegistryServers(supervisors, max_concurrency)
+        self._index = ToolIndex(supervisors)
+        self._calls = ModelToolCalls(self._servers, self._index, self._settings, max_concurrency, self._is_closed)
         if eager:
             self.start()
 
@@ -328,8 +339,8 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
         """
         self._check_fork()
         deadline = Deadline.after(self._settings.startup_timeout)
-        chosen = [self._server(name) for name in servers] if servers is not None else list(self._servers.values())
-        refresh_all(chosen, deadline, max_concurrency=self.max_concurrency)
+        chosen = [self._servers.get(name) for name in servers] if servers is not None else self._servers.all()
+        self._servers.refresh(chosen, deadline)
         return self.errors
 
     def session(self, server: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> McpClient:
@@ -351,11 +362,158 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
                 ``status``), or was not up within ``timeout``.
         """
         self._check_fork()
-        return self._server(server).session(Deadline.after(timeout, self._settings.startup_timeout))
+        return self._servers.get(server).session(Deadline.after(timeout, self._settings.startup_timeout))
+
+    # -- what it reports (starts nothing, never blocks on a server) ----------------------
+
+    @property
+    def servers(self) -> List[str]:
+        """Every configured server's name (usable or not), in configuration order."""
+        return self._servers.names()
+
+    @property
+    def errors(self) -> Dict[str, str]:
+        """``{server: why it is unavailable}`` (one line) for bad entries and failed starts."""
+        return {name: str(error) for name, error in self.failures.items()}
+
+    @property
+    def failures(self) -> Dict[str, JsonRpcError]:
+        """``{server: exception}`` for bad entries (``ConfigError``) and failed starts
+        (``ServerUnavailable``), in configuration order."""
+        return self._servers.failures()
+
+    def started(self, server: str) -> bool:
+        """True when ``server`` has a running session (it was used, or started eagerly).
+
+        Raises:
+            UnknownServer: the name is not in the configuration.
+        """
+        self._check_fork()
+        return self._servers.get(server).started()
+
+    def status(self) -> Dict[str, Dict[str, Any]]:
+        """Each server's state, for a health endpoint (starts nothing, never blocks on a server).
+
+        Returns:
+            ``{server: {"state", "pid", "restarts", "last_error"}}`` in
+            configuration order.  ``state`` is ``"idle"`` (not started, or
+            closed after ``idle_timeout``), ``"starting"``, ``"running"``,
+            ``"restarting"`` (it stopped; back after a backoff) or ``"failed"``
+            (a bad entry, a failed start, or too many restarts: see
+            ``retry_failed_after``); ``pid`` is the server process's (stdio,
+            while it runs or starts), else ``None``; ``restarts`` counts the
+            restarts since the registry was made (or forked); ``last_error``
+            is one line on the last failure or stop (exit code and the last
+            line of stderr included), else ``None``.
+        """
+        self._check_fork()
+        return self._servers.status()
+
+    def stats(self) -> Dict[str, Dict[str, int]]:
+        """Each server's counters, and their sum under ``"*"`` (cheap; starts nothing).
+
+        Returns:
+            ``{server: {...}, ..., "*": {...}}``, each with: ``tool_calls``
+            (tool calls sent through the registry: ``call_tool``,
+            ``execute``, ``execute_all``), ``tool_calls_failed`` (those that
+            ended with an error; an ``isError`` result is an answer),
+            ``tool_calls_cancelled`` (those that outlasted their deadline,
+            cancelled on the server); ``requests``, ``request_errors``,
+            ``request_timeouts``, ``requests_withdrawn``,
+            ``requests_pending`` (every protocol request of the server's
+            sessions, ``initialize``, ``tools/list`` and health pings
+            included, as ``McpClient.stats()`` counts them; the
+            ``server/discover`` probe that only told the era is no error);
+            ``restarts``; and the old names of the request counters,
+            ``calls``, ``errors``, ``timeouts``, ``cancels``, ``pending``.
+        """
+        self._check_fork()
+        return self._servers.stats()
 
     # -- tools --------------------------------------------------------------------------
 
+    def tools(self) -> List[RegistryTool]:
+        """Every tool of every available server, in configuration order.
+
+        Starts the servers not started yet (concurrently) and fetches again
+        the lists that are stale (the server said they changed, or the
+        ``ttlMs`` it gave them passed), within ``startup_timeout`` in all.  A server
+        that cannot start contributes no tools (see ``errors``); one that
+        restarts or idles keeps offering the tools it had.
+        """
+        self._check_fork()
+        return self._calls.tools()
+
+    def openai_tools(self) -> List[Dict[str, Any]]:
+        """The tools for OpenAI function calling (as ``tools`` starts them).
+
+        Returns:
+            ``[{"type": "function", "function": {"name", "description", "parameters"}}]``.
+        """
+        self._check_fork()
+        return self._calls.openai_tools()
+
+    def anthropic_tools(self) -> List[Dict[str, Any]]:
+        """The tools for the Anthropic Messages API: ``[{"name", "description", "input_schema"}]``."""
+        self._check_fork()
+        return self._calls.anthropic_tools()
+
+    def resolve(self, name: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Tuple[str, str]:
+        """The ``(server, tool)`` behind a namespaced name.
+
+        Starts only the servers the name could belong to (by its prefix),
+        and fetches their tool lists again when stale, within ``timeout``
+        (by default the servers' call timeout).
+
+        Raises:
+            UnknownTool: no server offers it.
+            ServerUnavailable, ConfigError: the server it belongs to cannot start,
+                or (``timed_out``) was not up by the deadline.
+            RequestTimeout: the deadline passed before the server had listed its tools.
+        """
+        self._check_fork()
+        return self._calls.resolve(name, timeout)
+
     # -- calls --------------------------------------------------------------------------
+
+    def execute(self, tool_call: Any, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
+        """Run one tool call from a model and return the message for the next turn.
+
+        Accepted calls (dicts, or SDK objects with ``model_dump()``):
+
+        - OpenAI chat: ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``
+          -> ``{"role": "tool", "tool_call_id", "content": "<text>"}``;
+        - Anthropic: ``{"type": "tool_use", "id", "name", "input": {...}}``
+          -> ``{"type": "tool_result", "tool_use_id", "content": [blocks], "is_error"?: True}``;
+        - OpenAI Responses: ``{"type": "function_call", "call_id", "name", "arguments"}``
+          -> ``{"type": "function_call_output", "call_id", "output": "<text>"}``.
+
+        Never raises for a bad call: malformed arguments, an unknown tool, an
+        unavailable server, a timeout, a crash, a protocol error or an
+        ``isError`` result each give a message whose text starts with
+        ``Error:`` and says what went wrong (Anthropic: also ``is_error``).
+
+        Args:
+            tool_call: the call.
+            timeout: as for ``call_tool``; it bounds the lookup of the
+                tool's name too (which may start its server).
+
+        Raises:
+            TypeError, ValueError: for a bad ``timeout`` (a bug of the caller, not of the call).
+        """
+        self._check_fork()
+        return self._calls.execute(tool_call, timeout)
+
+    def execute_all(self, tool_calls: Sequence[Any], *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
+        """Run tool calls concurrently; return their messages in the order of the calls.
+
+        Up to ``max_concurrency`` calls run at once, on threads that end when
+        this returns.  Calls to the same server are pipelined on its session.
+        Every call's deadline counts from this call (a call that waited for a
+        free thread has less left).  Never raises for a bad call (see ``execute``).
+        """
+        self._check_fork()
+        return self._calls.execute_all(tool_calls, timeout)
 
     def call_tool(
         self,
@@ -392,9 +550,8 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
         """
         self._check_fork()
         checked = arguments_object(arguments)
-        supervisor = self._server(server)
+        supervisor = self._servers.get(server)
         deadline = Deadline.after(timeout, supervisor.call_timeout())
-        supervisor.ensure_tool(tool, deadline)
         return supervisor.call_tool(tool, checked, deadline, on_progress)
 
     def close(self) -> None:
@@ -406,11 +563,11 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
         self._check_fork()
         with self._lock:
             self._closed = True
-        stop_all(list(self._servers.values()))
+        self._servers.stop()
         self._settings.background.shutdown(BACKGROUND_SHUTDOWN_GRACE_S)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{len(self._servers)} servers"
+        state = "closed" if self._closed else f"{len(self._servers.names())} servers"
         return f"<ToolRegistry {state}>"
 
     # -- internals ----------------------------------------------------------------------
@@ -426,10 +583,12 @@ class ToolRegistry(Closing, ServerReports, ModelToolCalls):
                 return  # another thread of this process reset it first
             self._lock = threading.Lock()
             self._settings.background = Background(self.max_concurrency, "jsonrpc-registry")
-            for server in self._servers.values():
-                server.after_fork()
+            self._servers.after_fork()
             logger.info("forked: the parent's MCP sessions are let go of; servers start again on use")
             self._made_in = _fork.generation
+
+    def _is_closed(self) -> bool:
+        return self._closed
 
     def _rebuild_names(self) -> None:
         # Called by a supervisor whose tool list changed (it holds no lock).

@@ -42,23 +42,33 @@ from .._flight import Budget
 from ..client import JsonRpcClient
 from ..transports.base import Transport
 from ..transports.config import ServerConfig, build_transport, transport_from_config
-from . import protocol
+from . import protocol, skills
 from .cache import ResultCache, stale_resource_then, stale_then
-from .catalog import MAX_PAGES, CatalogCalls
+from .catalog import LISTS, MAX_PAGES, Listing, Lists, ResourceUpdates
 from .client_features import ClientFeatures, Handler, Roots, server_logger
 from .connection import McpConnection
 from .handshake import DISCOVER_PROBE_TIMEOUT_S, LEGACY_SSE_STATUSES, LISTEN_OPEN_WAIT_S
 from .leases import Leases
 from .progress import Progress, ProgressCallback
-from .subscriptions import ListenFilter, Subscriptions
+from .subscriptions import ListenFilter
 from .tasks import TaskFuture, TaskRunner, is_task
 from .transport_roles import RevisionBound
-from .types import CallToolResult, Implementation, Tool
+from .types import (
+    CallToolResult,
+    CompleteResult,
+    GetPromptResult,
+    Implementation,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class McpClient(Closing, CatalogCalls):
+class McpClient(Closing):
     """A synchronous MCP client.  Thread-safe; a context manager.
 
     Args:
@@ -145,8 +155,7 @@ class McpClient(Closing, CatalogCalls):
                 f"mode='stateless' over a transport of MCP {transport.revision}, which carries the session era only"
             )
         self._cache = ResultCache() if cache else None
-        self._listen = listen
-        self._filter = ListenFilter(
+        listen_filter = ListenFilter(
             tools=on_tools_changed is not None,
             resources=on_resources_changed is not None,
             prompts=on_prompts_changed is not None,
@@ -179,10 +188,9 @@ class McpClient(Closing, CatalogCalls):
             refresh_tools=self._list_tools,
             on_settled=self._stateless_settled,
         )
-        label = self._connection.label
-        self._subscriptions = Subscriptions(self._connection.open_listen, self._connection.cancel, label)
-        self._tasks = TaskRunner(self._connection.request, features, label)
-        self._connection.add_hook(self._subscriptions.register)
+        self._lists = Lists(self._connection, self._cache)
+        self._updates = ResourceUpdates(self._connection, listen_filter, listen)
+        self._tasks = TaskRunner(self._connection.request, features, self._connection.label)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -211,7 +219,7 @@ class McpClient(Closing, CatalogCalls):
 
     def close(self) -> None:
         """End the session (or the subscriptions): close the transport (and reclaim its process).  Idempotent."""
-        self._subscriptions.close()
+        self._updates.close()
         self._tasks.close()
         self._connection.close()
 
@@ -450,21 +458,161 @@ class McpClient(Closing, CatalogCalls):
             if self.era != protocol.MODE_STATELESS:
                 self._connection.notify("notifications/roots/list_changed", deadline)
 
+    # -- resources, prompts, completions, skills, any request (``catalog``) -------------------
+
+    def list_resources(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Resource]:
+        """Every resource of the server, through all pages (``timeout`` bounds them all)."""
+        return cast(List[Resource], self._paginate("resources/list", timeout))
+
+    def list_resource_templates(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[ResourceTemplate]:
+        """Every resource template of the server, through all pages (``timeout`` bounds them all)."""
+        return cast(List[ResourceTemplate], self._paginate("resources/templates/list", timeout))
+
+    def read_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> ReadResourceResult:
+        """Read one resource: ``{"contents": [...]}``."""
+        return cast(ReadResourceResult, self._call("resources/read", {"uri": uri}, timeout))
+
+    def subscribe_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri`` (see ``on_resource_updated``).
+
+        In the stateless era this (re)opens ``subscriptions/listen`` with the
+        resource added, and returns once the server acknowledged it (or
+        ``timeout`` passed).
+        """
+        deadline = self._deadline(timeout)
+        with self.leases:
+            self._updates.subscribe(uri, deadline)
+
+    def unsubscribe_resource(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
+        """Stop the updates asked for by ``subscribe_resource``."""
+        deadline = self._deadline(timeout)
+        with self.leases:
+            self._updates.unsubscribe(uri, deadline)
+
+    def list_prompts(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Prompt]:
+        """Every prompt of the server, through all pages (``timeout`` bounds them all)."""
+        return cast(List[Prompt], self._paginate("prompts/list", timeout))
+
+    def get_prompt(
+        self, name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = DEFAULT_TIMEOUT
+    ) -> GetPromptResult:
+        """Render a prompt with its arguments."""
+        params: Dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = protocol.arguments_object(arguments)
+        return cast(GetPromptResult, self._call("prompts/get", params, timeout))
+
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: Mapping[str, Any],
+        *,
+        context: Optional[Mapping[str, Any]] = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> CompleteResult:
+        """Ask for completions of a prompt or resource-template argument.
+
+        Args:
+            ref: ``{"type": "ref/prompt", "name": ...}`` or
+                ``{"type": "ref/resource", "uri": ...}``.
+            argument: ``{"name": ..., "value": ...}``.
+            context: ``{"arguments": {...}}`` already chosen (2025-06-18 and later).
+        """
+        params: Dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+        if context is not None:
+            params["context"] = dict(context)
+        return cast(CompleteResult, self._call("completion/complete", params, timeout))
+
+    def list_skills(self, *, timeout: Timeout = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
+        """The skill entries of a server with the skills extension (``skills/list``, every page); no file is read.
+
+        ``timeout`` bounds every page; ``None`` waits forever.  See ``jsonrpc_threads.mcp.skills``.
+        """
+        return skills.list_skills(self, timeout=timeout)
+
+    def get_skill(self, uri: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Dict[str, Any]:
+        """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``)."""
+        return skills.get_skill(self, uri, timeout=timeout)
+
+    def load_skill(
+        self, entry_or_uri: Union[str, Mapping[str, Any]], *, timeout: Timeout = DEFAULT_TIMEOUT
+    ) -> skills.LoadedSkill:
+        """Read a skill's ``SKILL.md``, verified (size, digest, frontmatter) against its entry.
+
+        ``timeout`` bounds the whole load: ``skills/get`` (given a URI), then
+        ``resources/read``; ``None`` waits forever.
+
+        Raises:
+            SkillVerificationError: the content does not match the entry (it is not used).
+            ImportError: PyYAML (the ``skills`` extra) is missing.
+        """
+        return skills.load_skill(self, entry_or_uri, timeout=timeout)
+
+    def listing(self, method: str, *, timeout: Timeout = DEFAULT_TIMEOUT) -> Listing:
+        """A whole list (every page, ``timeout`` bounding them all), and how long the server says it stays fresh.
+
+        What ``list_tools()`` and the other ``list_*`` calls return is its
+        ``items``; its ``ttl_ms``, ``expires_at`` and ``stale`` tell when to
+        ask again: the smallest ``ttlMs`` of the pages (MCP 2026-07-28; in that
+        era a page without one is stale at once), or no hint (``None``) from
+        a server of the session era.
+
+        Args:
+            method: ``"tools/list"``, ``"prompts/list"``, ``"resources/list"``,
+                ``"resources/templates/list"`` or ``"skills/list"``.
+
+        Raises:
+            ValueError: another method.
+            ProtocolError: a malformed page (it names the server, the page and the field).
+            RequestTimeout, JsonRpcError: as any request.
+        """
+        if method not in LISTS:
+            raise ValueError(f"{method!r} is not a list this client follows (one of: {', '.join(LISTS)})")
+        deadline = self._deadline(timeout)
+        with self.leases:
+            return self._lists.fetch(method, deadline)
+
+    def request(
+        self, method: str, params: Optional[Mapping[str, Any]] = None, *, timeout: Timeout = DEFAULT_TIMEOUT
+    ) -> Any:
+        """Send any MCP request and return its result (settling the era first if needed).
+
+        In the stateless era the request gets its ``_meta``, an
+        ``input_required`` answer is fulfilled and the request sent again,
+        and a fresh cached result may answer it.  ``timeout`` bounds all of it.
+
+        Raises:
+            JsonRpcError: as ``JsonRpcClient.call``; the MCP codes as their
+                classes (``UnsupportedProtocolVersion``, ...).
+        """
+        return self._call(method, dict(params) if params is not None else None, timeout)
+
     # -- internals ------------------------------------------------------------------
 
+    def _deadline(self, timeout: Timeout) -> Deadline:
+        """The deadline of a call that enters now with ``timeout`` (the client's default for the default)."""
+        return Deadline.after(timeout, self.default_timeout)
+
+    def _call(self, method: str, params: Optional[Dict[str, Any]], timeout: Timeout) -> Any:
+        """One request within the call's deadline, holding a lease."""
+        deadline = self._deadline(timeout)
+        with self.leases:
+            return self._connection.request(method, params, deadline)
+
+    def _paginate(self, method: str, timeout: Timeout) -> List[Dict[str, Any]]:
+        deadline = self._deadline(timeout)
+        with self.leases:
+            return self._lists.fetch(method, deadline).items
+
     def _list_tools(self, deadline: Deadline) -> List[Tool]:
-        return cast(List[Tool], self._listing("tools/list", deadline).items)
+        return cast(List[Tool], self._lists.fetch("tools/list", deadline).items)
 
     def _stateless_settled(self, budget: Budget) -> None:
         """The stateless era was settled (on the handshake's thread): listen for the callbacks given."""
-        filters = self._filter.filters()
-        if self._listen and filters:
-            left = budget.remaining()
-            wait = LISTEN_OPEN_WAIT_S if left is None else min(left, LISTEN_OPEN_WAIT_S)
-            self._subscriptions.listen(filters, wait=wait)
+        self._updates.settled(budget)
 
     def _is_current_subscription(self, subscription_id: Any) -> bool:
-        return self._subscriptions.is_current(subscription_id)
+        return self._updates.is_current(subscription_id)
 
 
 def _transport(transport_or_config: Union[Transport, Mapping[str, Any], ServerConfig]) -> Transport:

@@ -31,8 +31,8 @@ from typing import Any, Callable, List
 from .._deadlines import Deadline
 from ..errors import HttpConnectionError, JsonRpcError, RequestTimeout, TransportClosed
 from ..runtime.scheduler import TimerHandle
+from .registry_settings import Settings
 from .session import McpClient
-from .supervision import Settings
 
 logger = logging.getLogger(__name__)
 

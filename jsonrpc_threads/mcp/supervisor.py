@@ -1,21 +1,22 @@
-"""One configured MCP server's lifecycle, for the tool registry: its starts, its calls, and the end of its sessions.
+"""One configured MCP server for the tool registry: the thin shell that does what its life's state machine decides.
 
-Theory of operation.  A ``ServerSupervisor`` owns at most one
-``McpClient`` session for its server.  What it
-knows and every transition (idle, starting, running, restarting, failed) is
-its state machine (``server_state``), which decides under its lock and
-returns what to do; the supervisor does it with no lock held.  Its timers
-(the restart's backoff, the idle and health checks) are ``session_timers``,
-its tool list, kept while the server restarts or idles, ``tool_cache``.
+Theory of operation.  A ``ServerSupervisor`` owns at most one running
+``McpClient`` session for its server.  Every decision (the state, who
+starts, who waits, a restart or a failure, what to close) is its state
+machine's (``server_life.ServerLife``: pure, no I/O, no clock of its own),
+taken under the supervisor's one lock with the time read once; the
+supervisor then does what it returned with no lock held: it runs a start on
+the registry's background workers (``session_start.start_session``, bounded
+by ``startup_timeout``), waits for one, closes a session, arms a timer
+(``session_timers``: the restart's backoff, the idle and health checks).
+Its tool list, kept while the server restarts or idles, is ``tool_cache``.
 
-A start is a single flight: it runs on the registry's background workers
-(``supervision.start_session``, bounded by ``startup_timeout``) and is a
-``Future`` every caller waits on, each no longer than its own deadline (the
-``Deadline`` its public call made): a call
-made while the server starts or restarts either gets the session in time or
-fails with a clear ``ServerUnavailable`` (at
-once, when the restart is not due before its deadline), and the start goes on
-for the others.
+A start is a single flight: one ``Future`` per flight of the machine, that
+every caller waits on, each no longer than its own deadline (the
+``Deadline`` its public call made): a call made while the server starts or
+restarts either gets the session in time or fails with a clear
+``ServerUnavailable`` (at once, when the restart is not due before its
+deadline), and the start goes on for the others.
 
 The end of a session is seen at once: a close listener, attached to every
 JSON-RPC client the session makes (a fallback to the legacy transport
@@ -31,6 +32,8 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
@@ -40,18 +43,25 @@ from ..errors import ConfigError, JsonRpcError, RequestTimeout, TransportClosed
 from ..transports.config import ServerConfig
 from .errors import ServerUnavailable, UnknownTool
 from .progress import ProgressCallback
-from .server_state import FAILED, IDLE, RESTARTING, RUNNING, STARTING, STATES, ServerState, Stop
-from .session import McpClient
-from .session_timers import SessionTimers
-from .supervision import (
+from .registry_settings import Settings, TransportFactory
+from .server_counters import SERVER_STAT_KEYS, ServerCounters
+from .server_life import (
     CLOSED,
-    Settings,
-    TransportFactory,
-    describe_start_failure,
-    session_hook,
-    start_session,
-    stop_error,
+    CLOSED_STATE,
+    FAILED,
+    IDLE,
+    RESTARTING,
+    RUNNING,
+    STARTING,
+    STATES,
+    Refuse,
+    ServerLife,
+    Start,
+    Use,
 )
+from .session import McpClient
+from .session_start import describe_start_failure, session_hook, start_session, stop_error
+from .session_timers import SessionTimers
 from .tool_cache import ToolCache
 from .types import CallToolResult, Tool
 
@@ -62,9 +72,8 @@ class ServerSupervisor:
     """The session, the state and the tool list of one configured server.  Thread-safe.
 
     Args:
-        name: the server's name in the configuration.
-        config: its parsed entry, or ``None`` when the entry is unusable.
-        config_error: why the entry is unusable, or ``None``.
+        name, config, config_error: the server's name, and its parsed entry
+            or (``None`` and) why the entry is unusable.
         settings: the registry's timeouts, policies and background workers.
         transport_factory: builds the server's transport.
         on_listed: called (no argument, no lock held) whenever the tool list
@@ -95,9 +104,13 @@ class ServerSupervisor:
         self._transport_factory = transport_factory
         self._on_listed = on_listed
         self._on_tools_changed = on_tools_changed
-        self._state = ServerState(name, settings)
+        # _lock guards _life and _flights.
+        self._lock = threading.Lock()
+        self._life: ServerLife[McpClient] = ServerLife(name, settings)
+        self._flights: Dict[int, Future[McpClient]] = {}  # what the callers of each flight wait on
+        self._counters = ServerCounters()
         self._timers = SessionTimers(
-            name, settings, is_current=self._state.is_current, on_idle=self._idle, on_unhealthy=self._stopped
+            name, settings, is_current=self._is_current, on_idle=self._idle, on_unhealthy=self._stopped
         )
         self._hook = session_hook(name, config, settings, self._stopped)
 
@@ -114,33 +127,41 @@ class ServerSupervisor:
         """Why the server is unavailable: its ``ConfigError``, or the ``ServerUnavailable`` it failed with."""
         if self.config_error is not None:
             return self.config_error
-        return self._state.failure()
+        with self._lock:
+            return self._life.failure if self._life.shown == FAILED else None
 
     def started(self) -> bool:
         """True while the server has a running session."""
         self._notice_stop()
-        return self._state.running() is not None
+        with self._lock:
+            return self._life.running() is not None
 
     def status(self) -> Dict[str, Any]:
-        """``{"state", "pid", "restarts", "last_error"}`` (see ``server_state`` for the states)."""
+        """``{"state", "pid", "restarts", "last_error"}`` (see ``server_life`` for the states)."""
         if self.config_error is not None:
             return {"state": FAILED, "pid": None, "restarts": 0, "last_error": self.config_error.message}
         self._notice_stop()
-        return self._state.status()
+        with self._lock:
+            state, client, restarts, last_error = self._life.status()
+        pid = getattr(client.rpc.transport, "pid", None) if client is not None else None
+        pid = pid if isinstance(pid, int) else None
+        return {"state": state, "pid": pid, "restarts": restarts, "last_error": last_error}
 
     def stats(self) -> Dict[str, int]:
-        """The counters of every session of this server (``McpClient.stats()``), and its restarts."""
-        return self._state.stats()
+        """Its counters (``server_counters``): tool calls, the requests of all its sessions, restarts."""
+        with self._lock:
+            live, restarts = self._life.live(), self._life.restarts
+        return self._counters.snapshot(live, restarts)
 
     def needs_work(self) -> bool:
         """True when ``refresh_tools`` would start the server or fetch its tools."""
         if self.config is None:
             return False
         self._notice_stop()
-        work = self._state.for_work()
-        if work is None:
-            return False  # closed
-        state, may_retry = work
+        with self._lock:
+            state, may_retry = self._life.state, self._life.may_retry(time.monotonic())
+        if state == CLOSED_STATE:
+            return False
         if state == FAILED:
             return may_retry
         if state == RUNNING:
@@ -165,25 +186,33 @@ class ServerSupervisor:
         return self._acquire(deadline, lease=False)
 
     def _acquire(self, deadline: Deadline, *, lease: bool) -> McpClient:
-        if self._state.closed:
+        if self._life.closed:
             raise TransportClosed(CLOSED)
         if self.config is None:
             assert self.config_error is not None
             raise copy.copy(self.config_error)
-        client = self._state.ready(lease=lease)
-        if client is not None:
-            return client
         while True:
-            need = self._state.need(deadline.at, lease=lease)
-            if need.client is not None:
-                return need.client
-            if need.stopped is not None:
-                self._stopped(need.stopped, None)
+            future: Optional[Future[McpClient]] = None
+            with self._lock:
+                need = self._life.need(time.monotonic(), deadline.at)
+                if isinstance(need, Use):
+                    client = cast(McpClient, need.client)
+                    if not client.rpc.closed:
+                        if lease:
+                            client.leases.take()  # under the lock: the idle decision is taken under it too
+                        return client
+                elif not isinstance(need, Refuse):
+                    future = self._flights.get(need.flight)
+                    if future is None:
+                        future = self._flights[need.flight] = Future()
+            if isinstance(need, Use):
+                self._stopped(client, None)  # found closed before its listener said so
                 continue
-            future = need.start or need.wait
+            if isinstance(need, Refuse):
+                raise need.error
             assert future is not None
-            if need.start is not None and not self._settings.background.submit(self._start, future):
-                self._start_failed(future, TransportClosed(CLOSED))
+            if isinstance(need, Start) and not self._settings.background.submit(self._start, need.flight):
+                self._start_failed(need.flight, TransportClosed(CLOSED))
             self._wait(future, deadline)
 
     def _wait(self, future: Future[Any], deadline: Deadline, what: str = "") -> None:
@@ -195,7 +224,8 @@ class ServerSupervisor:
         def timed_out() -> JsonRpcError:
             if what:
                 return RequestTimeout("tools/list", None, deadline.timeout, f"{what} was still running")
-            return self._state.waited_too_long(deadline.timeout)
+            with self._lock:
+                return self._life.waited_too_long(deadline.timeout)
 
         wait_for_outcome(future, deadline, timed_out)
 
@@ -217,24 +247,15 @@ class ServerSupervisor:
         listings = self.cache.listings
         client = self._acquire(deadline, lease=True)
         try:
-            if self.cache.listings != listings:  # just started: the list is as fresh as it gets
-                if not self.cache.needs_fetch(expired=False):
-                    return
-            elif not (refresh or self.cache.needs_fetch()):
+            if not self.cache.fetch_needed(listings, refresh=refresh):
                 return
             if refresh:
                 self._fetch_tools(client, deadline)
                 return
-            flight, mine = self.cache.join_fetch()
-            if not mine:
-                self._wait(flight, deadline, "another call's fetch of the tool list")
-                return
-            try:
-                self._fetch_tools(client, deadline)
-            except BaseException as exc:
-                self.cache.end_fetch(flight, exc)
-                raise
-            self.cache.end_fetch(flight)
+            self.cache.shared_fetch(
+                functools.partial(self._fetch_tools, client, deadline),
+                lambda fetch: self._wait(fetch, deadline, "another call's fetch of the tool list"),
+            )
         finally:
             client.leases.release()
 
@@ -244,25 +265,9 @@ class ServerSupervisor:
             listing = client.listing("tools/list", timeout=deadline.remaining())
         except RequestTimeout as exc:
             raise as_call_timeout(exc, deadline) from None
-        if self._state.is_current(client):
+        if self._is_current(client):
             self.cache.store(cast(List[Tool], listing.items), changes, listing.expires_at)
             self._on_listed()
-
-    def ensure_tool(self, tool: str, deadline: Deadline) -> None:
-        """Start the server if needed and check that it offers ``tool`` (fetching its list again once).
-
-        Raises:
-            UnknownTool: it does not.
-            ConfigError, ServerUnavailable, TransportClosed: as ``session``.
-        """
-        if self.cache.offers(tool):
-            return
-        self.refresh_tools(deadline)
-        if self.cache.offers(tool):
-            return
-        self.refresh_tools(deadline, refresh=True)
-        if not self.cache.offers(tool):
-            raise UnknownTool(tool, self.name)
 
     def call_tool(
         self,
@@ -271,14 +276,21 @@ class ServerSupervisor:
         deadline: Deadline,
         on_progress: Optional[ProgressCallback] = None,
     ) -> CallToolResult:
-        """Call ``tool`` on the running session (started, or waited for, within ``deadline``).
+        """Check that the server offers ``tool`` (starting it, fetching its list again once), and call it.
 
-        With tracing on, the call is an OpenTelemetry span whose
-        ``traceparent`` travels in the request's ``_meta``.
+        All within ``deadline``.  With tracing on, the call is an
+        OpenTelemetry span whose ``traceparent`` travels in the request's ``_meta``.
 
         Raises:
+            UnknownTool: the server does not offer ``tool``; nothing was sent.
             As ``session``, then as ``McpClient.call_tool``.
         """
+        if not self.cache.offers(tool):
+            self.refresh_tools(deadline)
+            if not self.cache.offers(tool):
+                self.refresh_tools(deadline, refresh=True)
+                if not self.cache.offers(tool):
+                    raise UnknownTool(tool, self.name)
         tracing = self._settings.tracing
         if tracing is None:
             return self._call_tool(tool, arguments, deadline, on_progress, None)
@@ -295,16 +307,21 @@ class ServerSupervisor:
         meta: Optional[Dict[str, str]],
     ) -> CallToolResult:
         client = self._acquire(deadline, lease=True)
+        self._counters.count("tool_calls")
         try:
             return client.call_tool(tool, arguments, timeout=deadline.remaining(), on_progress=on_progress, meta=meta)
         except RequestTimeout as exc:  # it had what was left of the call's timeout: name the whole
+            self._counters.count("tool_calls_cancelled")
             raise as_call_timeout(exc, deadline) from None
+        except JsonRpcError:
+            self._counters.count("tool_calls_failed")
+            raise
         finally:
             client.leases.release()
 
     # -- starting (on a background worker) --------------------------------------------------
 
-    def _start(self, future: Future[McpClient]) -> None:
+    def _start(self, flight: int) -> None:
         config = self.config
         assert config is not None
         try:
@@ -314,50 +331,63 @@ class ServerSupervisor:
                 self._transport_factory,
                 call_timeout=self.call_timeout(),
                 on_tools_changed=self._tools_changed,
-                adopt=functools.partial(self._state.adopt, future),
+                adopt=functools.partial(self._adopt, flight),
                 hook=self._hook,
             )
         except BaseException as exc:
-            self._start_failed(future, exc)
+            self._start_failed(flight, exc)
             if not isinstance(exc, Exception):
                 raise
             return
-        if not self._state.start_succeeded(future, client):
-            client.close()
-            if not future.done():
-                future.set_exception(TransportClosed(CLOSED))
+        with self._lock:
+            up = self._life.start_succeeded(flight, client)
+            future = self._flights.pop(flight, None) if up else None
+        if not up:
+            client.close()  # no longer wanted: closed (its waiters were failed then), or forked
             return
         self.cache.store(cast(List[Tool], listing.items), self.cache.changes(), listing.expires_at)
         self._timers.arm(client)
         self._on_listed()
         logger.info("MCP server %r started with %d tools", self.name, len(listing.items))
-        future.set_result(client)
+        if future is not None:
+            future.set_result(client)
 
-    def _start_failed(self, future: Future[McpClient], exc: BaseException) -> None:
+    def _adopt(self, flight: int, client: McpClient) -> bool:
+        with self._lock:
+            return self._life.adopt(flight, client)
+
+    def _start_failed(self, flight: int, exc: BaseException) -> None:
         """A start failed: the server is failed, or (a restart, within the bound) tried again after a backoff."""
         reason = describe_start_failure(exc)
-        stop = self._state.start_failed(future, exc, reason)
-        if stop.restart is not None:
-            assert stop.delay is not None
-            self._timers.later(stop.delay, self._start, stop.restart)
-            logger.warning("MCP server %r failed to restart (%s); trying again in %.3gs", self.name, reason, stop.delay)
+        with self._lock:
+            ended = self._life.start_failed(flight, exc, reason, time.monotonic())
+            future = self._flights.pop(flight, None) if ended.failed is not None else None
+        if ended.restart_in is not None:
+            self._timers.later(ended.restart_in, self._start, flight)
+            logger.warning(
+                "MCP server %r failed to restart (%s); trying again in %.3gs", self.name, reason, ended.restart_in
+            )
             return
-        if stop.failed is None:
+        if ended.failed is None:
             return  # superseded
-        if isinstance(stop.failed, ServerUnavailable):
+        if isinstance(ended.failed, ServerUnavailable):
             self.cache.clear()
-            logger.warning("MCP %s", stop.failed.message)
+            logger.warning("MCP %s", ended.failed.message)
             if isinstance(exc, TransportClosed) and exc.stderr_tail:
                 logger.warning("server %r: stderr ends with:\n%s", self.name, exc.stderr_tail)
         self._on_listed()
-        if not future.done():
-            future.set_exception(stop.failed)
+        if future is not None and not future.done():
+            future.set_exception(ended.failed)
 
     # -- the end of a session -----------------------------------------------------------------
 
-    def _notice_stop(self) -> None:
-        """A running session whose client is closed stopped: handle it now (the listener may be late)."""
-        client = self._state.running()
+    def _is_current(self, client: McpClient) -> bool:
+        with self._lock:
+            return self._life.is_current(client)
+
+    def _notice_stop(self) -> None:  # a running session found closed stopped (its listener may be late)
+        with self._lock:
+            client = self._life.running()
         if client is not None and client.rpc.closed:
             self._stopped(client, None)
 
@@ -370,38 +400,52 @@ class ServerSupervisor:
         if error is None:
             error = stop_error(client)
         reason = describe_start_failure(error)
-        stop: Optional[Stop] = self._state.stopped(client, error, reason)
-        if stop is None:
-            return
+        with self._lock:
+            ended = self._life.stopped(client, error, reason, time.monotonic())
+            if ended is None:
+                return
+            self._counters.retire(client)
         self._timers.cancel_all()
         # Off this thread: reap the old process, and only then (at the earliest) start the new one.
-        self._settings.background.submit(self._reap_then_restart, client, stop.restart)
-        if stop.failed is not None:
+        restart = ended.flight if ended.restart_in is not None else None
+        self._settings.background.submit(self._reap_then_restart, client, restart)
+        if ended.failed is not None:
             self.cache.clear()
-            logger.warning("MCP %s", stop.failed.message)
+            logger.warning("MCP %s", ended.failed.message)
             self._on_listed()
         else:
-            logger.warning("MCP server %r stopped (%s); restarting in %.3gs", self.name, reason, stop.delay)
+            logger.warning("MCP server %r stopped (%s); restarting in %.3gs", self.name, reason, ended.restart_in)
 
-    def _reap_then_restart(self, client: McpClient, future: Optional[Future[McpClient]]) -> None:
+    def _reap_then_restart(self, client: McpClient, flight: Optional[int]) -> None:
         """On a background worker: close the stopped session, then schedule the restart at its due time."""
         client.close()
-        delay = None if future is None else self._state.restart_due(future)
-        if future is not None and delay is not None:
-            self._timers.later(delay, self._start, future)
+        if flight is None:
+            return
+        with self._lock:
+            delay = self._life.restart_due(flight, time.monotonic())
+        if delay is not None:
+            self._timers.later(delay, self._start, flight)
 
     def _idle(self, client: McpClient) -> None:
         """On a background worker: the session had no lease for ``idle_timeout``: close it (if still so)."""
-        if not self._state.went_idle(client):
-            if self._state.is_current(client):
+        idle_timeout = self._settings.idle_timeout
+        with self._lock:
+            life = self._life
+            idle = (
+                idle_timeout is not None
+                and life.is_current(client)
+                and client.leases.retire_if_idle(idle_timeout)
+                and life.went_idle(client)
+            )
+            if idle:
+                self._counters.retire(client)
+            current = life.is_current(client)
+        if not idle:
+            if current:
                 self._timers.watch_idle(client)  # a lease came meanwhile
             return
         self._timers.cancel_all()
-        logger.info(
-            "MCP server %r unused for %.3gs: closed (started again on its next use)",
-            self.name,
-            self._settings.idle_timeout,
-        )
+        logger.info("MCP server %r unused for %.3gs: closed (started again on its next use)", self.name, idle_timeout)
         client.close()
 
     def _tools_changed(self) -> None:
@@ -415,10 +459,14 @@ class ServerSupervisor:
 
     def stop(self) -> List[McpClient]:
         """Refuse new starts and calls; fail the waiters; return the sessions to close (none is closed here)."""
-        future, clients = self._state.stop()
+        with self._lock:
+            _, clients = self._life.close()
+            waiting = list(self._flights.values())
+            self._flights.clear()
         self._timers.cancel_all()
-        if future is not None and not future.done():
-            future.set_exception(TransportClosed(CLOSED))
+        for future in waiting:
+            if not future.done():
+                future.set_exception(TransportClosed(CLOSED))
         return clients
 
     def after_fork(self) -> None:
@@ -429,13 +477,17 @@ class ServerSupervisor:
         ``close()``, which in a forked process only closes this process's
         copies of its pipes and sockets; the tool list is kept.
         """
-        inherited = self._state.after_fork()
+        self._lock = threading.Lock()
+        inherited = self._life.live()
+        self._life.reset()
+        self._flights = {}
+        self._counters = ServerCounters()
         self._timers.forget_all()
         for client in inherited:
             client.close()
 
     def __repr__(self) -> str:
-        return f"<ServerSupervisor {self.name!r} {self._state.state}>"
+        return f"<ServerSupervisor {self.name!r} {self._life.shown}>"
 
 
 __all__ = [
@@ -443,6 +495,7 @@ __all__ = [
     "IDLE",
     "RESTARTING",
     "RUNNING",
+    "SERVER_STAT_KEYS",
     "STARTING",
     "STATES",
     "ServerSupervisor",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
-from typing import FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, FrozenSet, List, Optional, Sequence, Tuple
 
 from .types import Tool
 
@@ -127,6 +127,29 @@ class ToolCache:
         moment earlier or later.
         """
         return name in self._names
+
+    def fetch_needed(self, listings_before: int, *, refresh: bool) -> bool:
+        """True when a caller that saw ``listings`` at ``listings_before`` must fetch the list (``refresh``: always).
+
+        A list fetched since (the server just started) is as fresh as it
+        gets: only a list_changed that came meanwhile makes it stale.
+        """
+        if self.listings != listings_before:
+            return self.needs_fetch(expired=False)
+        return refresh or self.needs_fetch()
+
+    def shared_fetch(self, fetch: Callable[[], None], wait: Callable[[Future[None]], None]) -> None:
+        """Run ``fetch()`` as the shared fetch, or ``wait(future)`` for the one under way (``join_fetch``)."""
+        flight, mine = self.join_fetch()
+        if not mine:
+            wait(flight)
+            return
+        try:
+            fetch()
+        except BaseException as exc:
+            self.end_fetch(flight, exc)
+            raise
+        self.end_fetch(flight)
 
     def join_fetch(self) -> Tuple[Future[None], bool]:
         """The shared fetch: the one under way and ``False``, or a new one and ``True`` (the caller runs it).

@@ -9,9 +9,10 @@ before the waker goes on (on one CPU the caller runs when the waker next
 waits anyway, and there is no yield).  With many callers on two CPUs that is what pays:
 four threads calling at once, 50.8 us a call against 56.0 on a lock, sixteen
 35.7 against 39.7 (``benchmarks/README.md``, "The guard's second look").
-This module is that strategy, and the only place that knows it;
-``CallWaiter`` (``settling``) uses it when it can and waits on a lock when it
-cannot.
+This module is that strategy (``JsonRpcClient(waiter="wake_pipe")``, the
+default), and the only place that knows it; ``CallWaiter`` (``settling``) uses
+it when it can and waits on a lock when it cannot, or when the client was made
+with ``waiter="plain"``.
 
 So a ``call()`` that has to wait for its answer takes a ``WakePipe`` (an
 ``os.pipe()``) from ``PROCESS_WAKE_PIPES`` and sleeps in ``poll()`` on its

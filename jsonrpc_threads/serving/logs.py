@@ -35,9 +35,9 @@ class ServerLogger(LazyLogger):
 
     @property
     def logger(self) -> logging.Logger:
-        real = self._logger
-        if real is None:
-            real = LazyLogger.logger.fget(self)  # type: ignore[attr-defined]
+        first = not self.loaded
+        real: logging.Logger = LazyLogger.logger.fget(self)  # type: ignore[attr-defined]
+        if first:
             _stderr_logging_loaded()
         return real
 

@@ -84,7 +84,9 @@ class MessageSink(Protocol):
             The ids of the responses it carried, in order, as the peer wrote
             them (only ids of a valid type: an ``int`` or a ``str``), whether or
             not a request was waiting for them; empty for anything else (a
-            request, a notification, a text that is not JSON).  Never raises.
+            request, a notification, a text that is not JSON).  A streamed
+            request's results (``JsonRpcClient.request_stream``) answer nothing
+            until its last: the exchange that carries it goes on.  Never raises.
         """
 
     def requests_failed(self, request_ids: Sequence[RequestId], error: JsonRpcError) -> None:

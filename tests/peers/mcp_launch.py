@@ -152,8 +152,24 @@ class NpmMissing(Exception):
     """npm is not installed, and tests/node/node_modules is not there either."""
 
 
-def ensure_node_modules() -> Optional[str]:
-    """Install tests/node/node_modules (as ``make node-deps`` does) if it is missing.
+def ensure_node_modules(
+    node_dir: Path = NODE_DIR,
+    required: Sequence[Path] = REQUIRED_PACKAGES,
+    *,
+    npm: Optional[str] = None,
+    lock: Optional[Path] = None,
+) -> Optional[str]:
+    """Install ``node_dir``/node_modules (as ``make node-deps`` does) if it is missing.
+
+    Workers of one run (and runs side by side) install it one at a time: the
+    first takes the lock beside it (``build/npm-ci.lock`` for tests/node) and
+    runs ``npm ci``; the others wait for the lock, then find it installed.
+
+    Args:
+        node_dir: the directory holding package.json and package-lock.json.
+        required: the files an install must have made (one missing: install again).
+        npm: the npm to run (``None``: the one on ``PATH``).
+        lock: the lock file (``None``: build/npm-ci.lock beside tests/).
 
     Returns:
         None when everything is there, else why it could not be installed.
@@ -161,33 +177,32 @@ def ensure_node_modules() -> Optional[str]:
     Raises:
         NpmMissing: when npm is needed and not installed.
     """
-    stamp = NODE_DIR / "node_modules" / ".installed"
-    if stamp.exists() and all(path.exists() for path in REQUIRED_PACKAGES):
+    stamp = node_dir / "node_modules" / ".installed"
+    if stamp.exists() and all(path.exists() for path in required):
         return None
-    npm = shutil.which("npm")
+    npm = npm if npm is not None else shutil.which("npm")
     if npm is None:
-        raise NpmMissing("npm is not installed, and tests/node/node_modules was not installed before")
-    # One installer at a time: the suite's parallel workers share tests/node.
-    lock = TESTS_DIR.parent / "build" / "npm-ci.lock"
+        raise NpmMissing(f"npm is not installed, and {node_dir}/node_modules was not installed before")
+    lock = lock if lock is not None else TESTS_DIR.parent / "build" / "npm-ci.lock"
     lock.parent.mkdir(exist_ok=True)
-    with exclusive(lock, timeout=NPM_INSTALL_TIMEOUT_S, what="npm ci --prefix tests/node"):
-        if stamp.exists() and all(path.exists() for path in REQUIRED_PACKAGES):
+    with exclusive(lock, timeout=NPM_INSTALL_TIMEOUT_S, what=f"npm ci --prefix {node_dir}"):
+        if stamp.exists() and all(path.exists() for path in required):
             return None
-        return _npm_ci(npm, stamp)
+        return _npm_ci(npm, node_dir, stamp)
 
 
-def _npm_ci(npm: str, stamp: Path) -> Optional[str]:
+def _npm_ci(npm: str, node_dir: Path, stamp: Path) -> Optional[str]:
     try:
         done = subprocess.run(
-            [npm, "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
+            [npm, "ci", "--prefix", str(node_dir), "--no-audit", "--no-fund"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=NPM_INSTALL_TIMEOUT_S,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return f"npm ci --prefix tests/node did not finish in {NPM_INSTALL_TIMEOUT_S:.0f}s"
+        return f"npm ci --prefix {node_dir} did not finish in {NPM_INSTALL_TIMEOUT_S:.0f}s"
     if done.returncode != 0:
-        return f"npm ci --prefix tests/node failed: {done.stderr.decode(errors='replace')[-2000:]}"
+        return f"npm ci --prefix {node_dir} failed: {done.stderr.decode(errors='replace')[-2000:]}"
     stamp.touch()
     return None

@@ -116,6 +116,7 @@ class DirectSender(PlainSender):
 
     def __init__(self, session: requests.Session) -> None:
         super().__init__(session)
+        self._session = session
         # requests' own defaults (User-Agent, Accept-Encoding, Accept, Connection): valid by construction.
         self._default_headers = [header for header in session.headers.items() if header[1] is not None]
         # URL -> (prepared URL, whether it holds credentials), or None when a proxy serves it.

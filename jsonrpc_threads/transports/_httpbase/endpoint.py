@@ -27,7 +27,7 @@ import requests
 
 from ...errors import HttpError, JsonRpcError
 from ..redact import LogScope, Secrets, install_log_filter, redact_headers, url_label
-from .connections import Connections, carrying, make_session, runs_user_code
+from .connections import Connections, PlainSender, TrackedAdapter, carrying, make_session, runs_user_code
 from .direct import DirectAdapter, DirectSender
 from .errors import DeadlinePassed, NetworkErrors, closed_error, redirect_error
 from .exchange import Exchange
@@ -68,11 +68,19 @@ class Endpoint:
         self.timeouts = (settings.connect_timeout, settings.read_timeout)
         self.closing = closing
         self.connections = Connections()
-        # How requests go out: the direct path (.direct), a measured strategy over the plain one,
-        # TrackedAdapter and PlainSender (.connections), which it must behave like.
-        adapter = DirectAdapter(self.connections, pool_maxsize)
-        self._http = make_session(url, settings.auth, settings.verify, adapter)
-        self._sender = DirectSender(self._http)
+        # How requests go out (settings.sender): the direct path (.direct), a measured strategy,
+        # or the plain one it must behave like, TrackedAdapter and PlainSender (.connections).
+        self._sender: PlainSender
+        if settings.sender == "direct":
+            self._http = make_session(
+                url, settings.auth, settings.verify, DirectAdapter(self.connections, pool_maxsize)
+            )
+            self._sender = DirectSender(self._http)
+        else:
+            self._http = make_session(
+                url, settings.auth, settings.verify, TrackedAdapter(self.connections, pool_maxsize)
+            )
+            self._sender = PlainSender(self._http)
         self._static_headers: Dict[str, str] = dict(settings.headers)
         self._header_provider = settings.header_provider
         self._add_headers = add_headers

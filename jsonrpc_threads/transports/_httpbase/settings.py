@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 #: Called before every request for more headers (fresh tokens).
 HeaderProvider = Callable[[], Mapping[str, str]]
+#: How requests go out (``HttpTransport(sender=)``): ``"direct"``, straight through the
+#: session's adapter (``direct``), or ``"requests"``, ``Session.send`` as it is (the plain one).
+SENDERS = ("direct", "requests")
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,10 @@ class HttpSettings:
         max_resumptions: how often a broken SSE stream may be resumed
             (``SseTransport`` calls it ``max_reconnects``).
         verify: TLS verification, as in ``requests`` (a bool or a CA bundle path).
+        sender: how requests go out, one of ``SENDERS`` (see ``HttpTransport``).
 
     Raises:
-        ValueError: (when made) for a limit or a timeout that cannot work, naming it.
+        ValueError: (when made) for a limit, a timeout or a sender that cannot work, naming it.
     """
 
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -63,6 +67,7 @@ class HttpSettings:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_resumptions: int = DEFAULT_MAX_RESUMPTIONS
     verify: Union[bool, str] = True
+    sender: str = "direct"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers or {})))
@@ -78,6 +83,8 @@ class HttpSettings:
             raise ValueError("max_resumptions must be >= 0")
         if not self.connect_timeout > 0 or not self.read_timeout > 0:
             raise ValueError("connect_timeout and read_timeout must be positive")
+        if self.sender not in SENDERS:
+            raise ValueError(f"sender must be one of {SENDERS}, not {self.sender!r}")
 
     def __repr__(self) -> str:
         """The settings with the values of secret headers redacted, and ``auth`` named by its type only."""
@@ -110,4 +117,4 @@ def check_url(url: str) -> None:
         raise ValueError(f"not an http(s) URL: {url_label(url)!r}")
 
 
-__all__ = ["HeaderProvider", "HttpSettings", "check_url"]
+__all__ = ["SENDERS", "HeaderProvider", "HttpSettings", "check_url"]

@@ -28,8 +28,6 @@ HEALTHY_STREAM_S = 10.0
 #: Threads that carry messages without requests for a transport whose hooks
 #: (``auth``, ``header_provider``) may block: the sender waits with its deadline.
 HOOK_SEND_WORKERS = 4
-#: Messages of an answer read by ``open_stream`` and not yet taken by the caller, at most.
-STREAM_BUFFER_MESSAGES = 64
 #: Connect timeout, and read timeout, of the DELETE that ends the session on close.
 DELETE_TIMEOUT_S = 2.0
 #: How long ``close()`` waits for the pool and listen threads to end.

@@ -12,8 +12,8 @@ The transport never reads a method name.  The pieces, each one concern:
 - ``_listen``: the GET stream for server-initiated messages;
 - ``_session``: the ``Mcp-Session-Id`` and protocol version, and the
   DELETE that ends the session;
-- ``_answers``: answers the caller reads itself
-  (``HttpTransport.open_stream``: a ``MessageStream``).
+- ``_fetch``: a document the caller reads itself (``HttpTransport.fetch``:
+  one GET, its JSON body as bytes).
 
 How a request is made, bounded, interrupted and read, and the one resumable
 SSE stream, are shared with the legacy transport (``_httpbase``);
@@ -35,10 +35,8 @@ from .._httpbase.wire import (
     DEFAULT_RETRY_S,
     DELETE_TIMEOUT_S,
     MAX_RETRY_S,
-    STREAM_BUFFER_MESSAGES,
 )
 from ..redact import redact_headers, url_label
-from ._answers import MessageStream
 from ._transport import HttpTransport
 
 __all__ = [
@@ -52,10 +50,8 @@ __all__ = [
     "DEFAULT_RETRY_S",
     "DELETE_TIMEOUT_S",
     "MAX_RETRY_S",
-    "STREAM_BUFFER_MESSAGES",
     "HttpSettings",
     "HttpTransport",
-    "MessageStream",
     "Origin",
     "connect_origin",
     "prepared_url",

@@ -64,12 +64,11 @@ from .._httpbase.wire import (
     DEFAULT_READ_TIMEOUT_S,
     DELETE_TIMEOUT_S,
     HOOK_SEND_WORKERS,
-    STREAM_BUFFER_MESSAGES,
 )
 from ..base import MessageSink
 from ..redact import url_label
-from ._answers import MessageStream, OpenStreams
 from ._carriers import Carriers
+from ._fetch import Fetches
 from ._listen import Listens
 from ._post import Poster
 from ._session import SessionState, delete_session
@@ -115,9 +114,18 @@ class HttpTransport:
             make to resume; also the failed GETs in a row after which the
             listen stream is given up.
         verify: TLS verification, as in ``requests`` (a bool or a CA bundle path).
+        sender: how requests go out, a performance strategy (see "Strategies"
+            in ``docs/internals.md``): ``"direct"`` (the default) prepares and
+            sends each request straight through the session's adapter, doing
+            once what ``requests`` redoes per request (merged settings, the
+            pool's lookup), and writes a request's head and small body in one
+            system call; a URL a proxy serves goes the plain way anyway.
+            ``"requests"``: the plain one, the reference the same tests run:
+            ``Session.prepare_request`` and ``Session.send`` as they are.
 
     Raises:
-        ValueError: for a URL that is not ``http(s)://host...`` or bad limits.
+        ValueError: for a URL that is not ``http(s)://host...``, bad limits or
+            an unknown ``sender``.
 
     Attributes:
         url: the endpoint.
@@ -139,6 +147,7 @@ class HttpTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_resumptions: int = DEFAULT_MAX_RESUMPTIONS,
         verify: Union[bool, str] = True,
+        sender: str = "direct",
     ) -> None:
         check_url(url)
         self.settings = settings = HttpSettings(
@@ -151,6 +160,7 @@ class HttpTransport:
             max_message_bytes=max_message_bytes,
             max_resumptions=max_resumptions,
             verify=verify,
+            sender=sender,
         )
         self.url = url
         self.label = url_label(url)
@@ -174,7 +184,7 @@ class HttpTransport:
             max_resumptions=max_resumptions,
         )
         self._carriers = Carriers(poster, self.label, max_workers, self._endpoint.runs_user_code)
-        self._streams = OpenStreams(self._endpoint, settings)  # the answers open_stream hands to callers
+        self._fetches = Fetches(self._endpoint, settings)  # the GETs whose body fetch() hands to callers
         self._listens = Listens(
             self._endpoint,
             self._sink,
@@ -329,10 +339,10 @@ class HttpTransport:
                     functools.partial(delete_session, self._endpoint, session_id), 2 * DELETE_TIMEOUT_S
                 )
             carriers.stop_all()
-            self._streams.stop_all()
+            self._fetches.stop_all()
             self._endpoint.shutdown_all()  # ends every read in progress
             deadline = carriers.shutdown(CLOSE_JOIN_GRACE_S)
-            self._streams.join(deadline)
+            self._fetches.join(deadline)
             self._listens.join(deadline)
             self._endpoint.close()
         finally:
@@ -411,28 +421,25 @@ class HttpTransport:
         if wait is not None:
             answered.wait(wait)
 
-    def open_stream(
-        self,
-        data: Optional[bytes] = None,
-        *,
-        deadline: Optional[float] = None,
-        headers: Optional[Mapping[str, str]] = None,
-        max_buffered: int = STREAM_BUFFER_MESSAGES,
-    ) -> MessageStream:
-        """POST ``data`` (GET without it); its answer's messages go to the caller, not the sink.
+    def fetch(self, *, deadline: Optional[float] = None, headers: Optional[Mapping[str, str]] = None) -> bytes:
+        """GET the transport's URL; its JSON body, as bytes (``b""`` for none): a document, not a message.
 
-        The ``MessageStream`` returned
-        hands them over as they arrive (see there), everything bounded by
-        ``deadline``.  Needs no ``start``; ``close`` ends every stream.
+        Nothing goes to the sink.  The GET runs on a thread of its own and the
+        caller waits for it until ``deadline`` (so a blocking ``auth`` or
+        ``header_provider`` never holds it longer; see ``_fetch``).  Needs no
+        ``start``; ``close`` stops it.
 
         Raises:
-            TransportClosed: the transport is closed.
-            HttpError: a message header that is not valid HTTP.
-            ValueError: ``max_buffered`` below 1.
+            RequestTimeout: the deadline passed first.
+            TransportClosed: the transport is closed (or closed meanwhile).
+            HttpConnectionError: the connection failed, timed out or broke.
+            HttpError: a non-2xx answer, a redirect, another content type, or
+                a header that is not valid HTTP.
+            MessageTooLarge: a body over ``max_message_bytes``.
         """
         if headers:
             check_message_headers(self.label, headers)
-        return self._streams.open(data, deadline, headers, max_buffered)
+        return self._fetches.fetch(deadline, headers)
 
     @classmethod
     def from_settings(cls, url: str, settings: HttpSettings) -> HttpTransport:

@@ -90,9 +90,12 @@ class SseTransport:
         max_reconnects: resumptions of a broken stream in a row (only when
             the server gives event ids) before the transport ends.
         verify: TLS verification, as in ``requests``.
+        sender: how requests go out: ``"direct"`` (the default) or
+            ``"requests"``, as in ``HttpTransport``.
 
     Raises:
-        ValueError: for a URL that is not ``http(s)://host...`` or bad limits.
+        ValueError: for a URL that is not ``http(s)://host...``, bad limits or
+            an unknown ``sender``.
 
     Attributes:
         url: the stream's URL.
@@ -120,6 +123,7 @@ class SseTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_reconnects: int = DEFAULT_MAX_RESUMPTIONS,
         verify: Union[bool, str] = True,
+        sender: str = "direct",
     ) -> None:
         check_url(url)
         if max_reconnects < 0:
@@ -134,6 +138,7 @@ class SseTransport:
             max_message_bytes=max_message_bytes,
             max_resumptions=max_reconnects,
             verify=verify,
+            sender=sender,
         )
         self.url = url
         self.label = url_label(url)

@@ -8,7 +8,8 @@ standard streams are pipes, each served by one piece:
   sender never blocks on a child that stopped reading;
 - stdout (``_reader``): decoded by the framing (one JSON text per line by
   default, or ``Content-Length`` headers for language servers) and delivered
-  to the sink by the reader thread, or by a caller reading its own answer;
+  to the sink by the reader thread, or by a caller reading its own answer
+  (``reads=``, a strategy: see ``StdioTransport``);
 - stderr (``_stderr``): drained from the start into the module logger and
   a bounded tail, so a child that floods stderr never blocks on a full pipe.
 
@@ -49,6 +50,7 @@ from ._child import (
     ATEXIT_TERMINATE_GRACE_S,
     CLOSE_WAIT_S,
     FRAMINGS,
+    READS,
     THREAD_JOIN_S,
     Child,
     finalize,
@@ -78,6 +80,7 @@ __all__ = [
     "EXIT_AFTER_EOF_WAIT_S",
     "KILL_GRACE_S",
     "READER_PARK_S",
+    "READS",
     "STDERR_DRAIN_WAIT_S",
     "STDIN_CLOSE_GRACE_S",
     "TERMINATE_GRACE_S",
@@ -142,13 +145,22 @@ class StdioTransport(Closing):
         label: a short name for logs; derived from ``command`` by default.
         stderr_log_level: the level at which each stderr line is logged on
             this module's logger.
+        reads: who reads the child's stdout, a performance strategy (see
+            "Strategies" in ``docs/internals.md``): ``"caller"`` (the
+            default): a blocking ``call()`` whose request is the only one
+            pending writes it and reads its own answer on its own thread, while
+            the reader thread steps aside (it looks again every
+            ``READER_PARK_S``); everything else the reader thread reads.
+            ``"reader_thread"``: the plain design, the reference the same tests
+            run: the reader thread reads everything and hands each answer
+            over.  Both deliver the same messages in the same order.
 
     Raises:
         TransportClosed: when the command cannot be started (not found, not
             executable, bad ``cwd``); the message names the command and the
             OS error.
-        ValueError: for an empty command, a non-positive ``max_line_bytes`` or
-            an unknown ``framing``.
+        ValueError: for an empty command, a non-positive ``max_line_bytes``,
+            an unknown ``framing`` or an unknown ``reads``.
     """
 
     def __init__(
@@ -163,14 +175,18 @@ class StdioTransport(Closing):
         stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES,
         label: Optional[str] = None,
         stderr_log_level: int = _logs.DEBUG,
+        reads: str = "caller",
     ) -> None:
         argv = parse_command(command)
         if max_line_bytes <= 0:
             raise ValueError("max_line_bytes must be positive")
         if framing not in FRAMINGS:
             raise ValueError(f"framing must be one of {FRAMINGS}, not {framing!r}")
+        if reads not in READS:
+            raise ValueError(f"reads must be one of {READS}, not {reads!r}")
         self.label = label or default_label(argv)
         self.framing = framing
+        self.reads = reads
         self._encode = encode_line if framing == "lines" else encode_content_length
         started_at = time.time()
         popen = spawn(argv, child_env(env, inherit_env), cwd)
@@ -179,6 +195,7 @@ class StdioTransport(Closing):
                 popen,
                 self.label,
                 framing=framing,
+                reads=reads,
                 max_message_bytes=max_line_bytes,
                 stderr_tail_bytes=stderr_tail_bytes,
                 stderr_log_level=stderr_log_level,
@@ -307,7 +324,7 @@ class StdioTransport(Closing):
         writer = child.writer
         assert writer is not None
         gate = child.reader.gate
-        if gate.drive(lambda: writer.write(frame, (request_id,), deadline, may_queue=False), done, deadline):
+        if gate.drive(lambda: writer.write(frame, (request_id,), deadline), done, deadline):
             return True
         if not child.reader.can_poll:
             return False

@@ -26,7 +26,7 @@ from ...errors import JsonRpcError, RequestId, TransportClosed
 from ...framing import ContentLengthDecoder, LineDecoder
 from ..base import MessageSink
 from ._exit_watch import ExitWatch
-from ._fast_path import CallerReads, PipelinedWrites
+from ._fast_path import CallerReads
 from ._reader import EXIT_AFTER_EOF_WAIT_S, HELD_STDOUT, StdoutReader
 from ._reclaim import STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, owned, reclaim
 from ._spawn import POSIX
@@ -48,6 +48,10 @@ ATEXIT_JOIN_S = 0.5
 CLOSE_WAIT_S = STDIN_CLOSE_GRACE_S + TERMINATE_GRACE_S + 2.0 + 2 * THREAD_JOIN_S + 1.0
 
 FRAMINGS = ("lines", "content-length")
+#: Who reads the child's stdout (``StdioTransport(reads=)``): a blocking call() its own answer
+#: where it can, the reader thread the rest (the fast path, ``_fast_path``); or the reader thread
+#: alone (the plain design, ``_reader``).
+READS = ("caller", "reader_thread")
 
 #: Children of transports not yet closed, for the ``atexit`` hook.
 _LIVE: weakref.WeakSet[Child] = weakref.WeakSet()
@@ -68,6 +72,7 @@ class Child:
         label: str,
         *,
         framing: str,
+        reads: str = "caller",
         max_message_bytes: int,
         stderr_tail_bytes: int,
         stderr_log_level: int,
@@ -118,9 +123,8 @@ class Child:
                 self.pid,
                 self._report_end,
             )
-            # The fast path (a call() reads its own answer; the writing held for chunks, paced for pipelining).
-            self.reader.gate = CallerReads(self.reader, self.writer.hold, self.writer.release_hold)
-            self.writer.pace = PipelinedWrites(popen.stdin.fileno())
+            if reads == "caller":  # the fast path; "reader_thread" keeps the reader's own plain gate
+                self.reader.gate = CallerReads(self.reader)
         except BaseException:  # e.g. out of file descriptors
             if self.exit_watch is not None:
                 self.exit_watch.close()

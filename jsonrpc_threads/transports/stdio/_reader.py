@@ -10,8 +10,8 @@ one round trip of its lock), else one at a time.  No user code runs here: the
 sink only decides and queues work.
 
 Who reads, and when, is a ``ReadGate``'s to say.  This module's own is the
-plain design: the reader thread watches stdout all the time and reads whatever
-comes.  The stdio fast path (``_fast_path``) is another gate, under which
+plain design (``StdioTransport(reads="reader_thread")``): the reader thread
+watches stdout all the time and reads whatever comes.  The stdio fast path (``_fast_path``) is another gate, under which
 a caller blocked in ``call()`` may read its own answer while the reader thread
 steps aside; the reader only asks its gate, and knows nothing of the strategy.
 
