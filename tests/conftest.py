@@ -112,9 +112,12 @@ NEEDS: Dict[str, Tuple[str, ...]] = {
     "test_auth.py": ("peer",),  # the authorization servers on 127.0.0.1
     "test_cli.py": ("peer",),
     "test_cli_serve.py": ("peer",),
+    "test_example_agents.py::test_a2a_*": ("peer",),  # the example agents, served on 127.0.0.1 or run as processes
+    "test_example_agents.py::test_acp_*": ("peer",),
     "test_fault_matrix.py": ("peer",),
     "test_fork.py": ("peer",),
     "test_http_deadlines.py": ("peer",),
+    "test_http_fetch.py": ("peer",),
     "test_http_streams.py": ("peer",),
     "test_http_transport.py": ("peer",),
     "test_imports.py": ("peer",),  # fresh interpreters
@@ -130,6 +133,7 @@ NEEDS: Dict[str, Tuple[str, ...]] = {
     "test_mcp_sse.py": ("peer",),
     "test_mcp_stateless_wire.py": ("peer",),
     "test_mcp_supervisor.py": ("peer",),
+    "test_node_setup.py": ("peer",),  # workers racing to install the npm peers, as processes
     "test_registry.py": ("peer",),
     "test_registry_fork.py": ("peer",),
     "test_security.py": ("peer",),
@@ -155,7 +159,7 @@ NEEDS: Dict[str, Tuple[str, ...]] = {
     "test_client.py::test_oversized_line_is_skipped_and_the_stream_goes_on": ("peer",),
     "test_client.py::test_unicode_round_trip_including_line_separators": ("peer",),
     "test_client.py::test_wrong_and_duplicate_ids_are_dropped": ("peer",),
-    "test_contract.py::*[stdio]": ("peer",),  # the contract over every transport: memory is the pure one
+    "test_contract.py::*[stdio*]": ("peer",),  # the contract over every transport: memory is the pure one
     "test_contract.py::*[http-*]": ("peer",),
     "test_contract.py::*[legacy-sse]": ("peer",),
     "test_core_futures.py::test_ctrl_c_interrupts_a_call_asleep_on_its_waiter_and_nothing_stays_open": ("peer",),
