@@ -43,6 +43,7 @@ class PeerEnd:
         self._lock = threading.Lock()
         self._threads: List[threading.Thread] = []
         self.ended = threading.Event()  # set when the client closed its end (the peer's end of input)
+        self.closing = threading.Event()  # set by close(): a peer's wait (a slow answer) ends with it
         self._end.start(self)
 
     def write(self, message: Dict[str, Any]) -> None:
@@ -58,6 +59,7 @@ class PeerEnd:
 
     def close(self) -> None:
         """Close the pair and wait for the handler threads (at most ``JOIN_S`` each)."""
+        self.closing.set()
         self._end.close()
         self.transport.close()
         with self._lock:
@@ -114,7 +116,8 @@ def lsp_fake_server(*flags: str) -> PeerEnd:
     """tests/peers/lsp_fake_server.py's language server, in memory (its flags as arguments).
 
     Flags about processes (``--stubborn``, ``--grandchild``, ``--slow-exit``)
-    mean nothing here: the real-peer tests keep them.
+    mean nothing here: the real-peer tests keep them.  ``--initialize-delay``
+    holds the peer's reader as the real one does, until ``close()`` at the latest.
     """
     if "content_length_framing" not in sys.modules:  # the script imports its sibling by the script's path
         from .peers import content_length_framing  # noqa: PLC0415
@@ -123,7 +126,15 @@ def lsp_fake_server(*flags: str) -> PeerEnd:
     from .peers.lsp_fake_server import Server  # noqa: PLC0415
 
     server = Server(list(flags))
-    end = PeerEnd(server.handle, threaded=False, label="lsp-fake-server")
+    delay, server.initialize_delay = server.initialize_delay, 0
+
+    def handle(message: Dict[str, Any]) -> Any:
+        if message.get("method") == "initialize" and delay:
+            end.closing.wait(delay)
+        return server.handle(message)
+
+    end = PeerEnd(handle, threaded=False, label="lsp-fake-server")
+    end.peer = server
     server.send = end.write
     return end
 
