@@ -232,11 +232,12 @@ class _Output:
         """Nothing is held past a newline."""
 
 
-def example_server() -> ServedPeer:
+def example_server(max_workers: int = 4) -> ServedPeer:
     """The bundled example MCP server (jsonrpc_threads/examples/mcp_tool_server.py) served in memory.
 
     Its ``crash`` tool ends the connection with no answer, as the process's
-    exit does (there is no exit code to report here).
+    exit does (there is no exit code to report here); ``max_workers=1`` is a
+    server that one slow call keeps from answering anything else.
     """
     from jsonrpc_threads.examples import mcp_tool_server  # noqa: PLC0415
 
@@ -246,7 +247,7 @@ def example_server() -> ServedPeer:
             return None  # never delivered: the output is closed
         return mcp_tool_server.handle(method, params)
 
-    served = ServedPeer(handle, label="example")
+    served = ServedPeer(handle, label="example", max_workers=max_workers)
     return served
 
 

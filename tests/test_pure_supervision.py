@@ -38,13 +38,13 @@ def ends() -> Iterator[PeerEnds]:
     made.close_all()
 
 
-def registry_of(ends: PeerEnds, **options: Any) -> ToolRegistry:
+def registry_of(ends: PeerEnds, workers: int = 4, **options: Any) -> ToolRegistry:
     """A registry of one server, ``example``; each of its starts is a fresh example server in memory."""
     options.setdefault("default_timeout", WAIT_S)
     options.setdefault("startup_timeout", WAIT_S)
     return ToolRegistry.from_config(
         {"mcpServers": {"example": {"command": "in-memory"}}},
-        transport_factory=lambda config: ends.add(example_server()).transport,
+        transport_factory=lambda config: ends.add(example_server(workers)).transport,
         **options,
     )
 
@@ -167,6 +167,21 @@ def test_a_call_in_flight_keeps_an_idle_timeout_from_closing_its_server(ends: Pe
         message = registry.execute(openai_call("mcp__example__slow", {"seconds": 0.6, "steps": 3}))
         assert message["content"] == "waited 0.6s in 3 steps"
         assert registry.status()["example"]["restarts"] == 0
+
+
+def test_a_server_that_stops_answering_its_health_ping_is_restarted(ends: PeerEnds) -> None:
+    options: Dict[str, Any] = {"health_interval": 0.3, "health_timeout": 0.5, "restart_backoff": 0.0}
+    with registry_of(ends, workers=1, **options) as registry:
+        registry.start()
+        hung: ServedPeer = ends.made[0]
+        with pytest.raises(RequestTimeout):
+            registry.call_tool("example", "slow", {"seconds": 2}, timeout=0.2)  # its one worker is now busy
+        assert hung.ended.wait(WAIT_S), "the hung server was not closed"
+        registry.session("example")  # waits for the restart
+        status = registry.status()["example"]
+        assert status["state"] == "running" and status["restarts"] == 1 and started(ends) == 2
+        assert "health ping" in status["last_error"]
+        assert registry.call_tool("example", "add", {"a": 1, "b": 1})["content"][0]["text"] == "2"
 
 
 def test_stats_count_calls_errors_timeouts_and_restarts(ends: PeerEnds) -> None:
