@@ -76,7 +76,7 @@ def __dir__() -> List[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-# The package logger gets its NullHandler when logging is first used (see _logs.py).
+# The package logger gets its NullHandler when logging is first used (see runtime/logs.py).
 
 __all__ = [
     "DEFAULT_TIMEOUT",

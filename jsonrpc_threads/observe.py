@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 
-from ._logs import get_logger
+from .runtime.logs import get_logger
 from .runtime.workers import PoolClosed, SerialLane
 
 TYPE_CHECKING = False

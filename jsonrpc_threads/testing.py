@@ -34,9 +34,9 @@ import collections
 import threading
 from typing import Any, Deque, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._closing import Closing
-from ._deadlines import MAX_WAIT_SLICE_S
+from .deadlines.timeouts import MAX_WAIT_SLICE_S
 from .errors import RequestId, TransportClosed
+from .runtime.closing import Closing
 from .transports.base import MessageSink
 
 __all__ = ["READER_JOIN_S", "SERVER_STOP_WAIT_S", "MemoryTransport"]

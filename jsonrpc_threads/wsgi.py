@@ -60,10 +60,10 @@ from __future__ import annotations
 import contextvars
 import functools
 
-from ._logs import get_logger
 from .errors import InvalidRequest, ParseError
 from .messages import ErrorResponse, Notification, Request, Response, decode, encode, error_message, parse_message
 from .runtime.dispatch import answer_request, run_notification
+from .runtime.logs import get_logger
 from .serving.connection import ServerConnection
 from .serving.context import handling
 from .serving.http_guard import ANY_HOST, LOOPBACK_HOSTS, HostGuard, read_body, send_json

@@ -1,7 +1,7 @@
 """The import rule of the package, as a checker that runs on any tree of sources.
 
 The layers are data: a table in ``docs/internals.md`` (under "## Layers") names
-the modules of each layer, by file (``errors.py``) or by folder (``framing/``),
+the modules of each layer, by file (``messages.py``) or by folder (``framing/``),
 the layers each may import, and whether it may do I/O.  A module belongs to the
 row that names it, or else to the row of its nearest folder, so a module that
 moves needs one edit, in the table.

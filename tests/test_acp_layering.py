@@ -44,5 +44,5 @@ def test_the_acp_package_imports_nothing_private_from_outside_it() -> None:
 
 def test_the_check_finds_a_private_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("from .._deadlines import check_timeout\nfrom ..client import _request_future\n")
+    sample.write_text("from ..errors._tree import JsonRpcError\nfrom ..client import _request_future\n")
     assert len(_private_imports(sample)) == 2

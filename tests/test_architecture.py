@@ -187,7 +187,7 @@ def _findings(tree: Mapping[str, str]) -> List[Tuple[str, str, str]]:
 
 def test_the_checker_finds_an_upward_import_however_it_is_spelled() -> None:
     tree = {
-        "errors.py": "from .framing import lines\n",
+        "errors/__init__.py": "from ..framing import lines\n",
         "messages.py": "from .errors import JsonRpcError\nfrom ._records import Record\n",
         "_records.py": "",
         "client.py": "def send():\n    from .transports.stdio import StdioTransport\n",
@@ -200,7 +200,7 @@ def test_the_checker_finds_an_upward_import_however_it_is_spelled() -> None:
     }
     assert sorted(_findings(tree)) == [
         ("client.py", "layer client imports stdio", "transports/stdio/__init__.py"),
-        ("errors.py", "layer protocol imports framing", "framing/lines.py"),
+        ("errors/__init__.py", "layer protocol imports framing", "framing/lines.py"),
         ("framing/lines.py", "I/O in layer framing", "socket"),
         ("framing/lines.py", "layer framing imports client", "client.py"),
         ("transports/http/__init__.py", "layer http imports sse", "transports/sse/__init__.py"),
@@ -212,7 +212,7 @@ def test_the_checker_finds_an_upward_import_however_it_is_spelled() -> None:
 def test_the_checker_sees_an_import_made_by_a_call() -> None:
     """``import_module`` and ``__import__`` with a constant name import as a statement does (issue 46)."""
     tree = {
-        "errors.py": (
+        "errors/__init__.py": (
             "from importlib import import_module\n\n"
             "def __getattr__(name):\n    return getattr(import_module('jsonrpc_threads.mcp.errors'), name)\n"
         ),
@@ -223,7 +223,7 @@ def test_the_checker_sees_an_import_made_by_a_call() -> None:
         "framing/sse.py": "def load(name):\n    return __import__(name)\n",
     }
     assert sorted(_findings(tree)) == [
-        ("errors.py", "layer protocol imports mcp", "mcp/errors.py"),
+        ("errors/__init__.py", "layer protocol imports mcp", "mcp/errors.py"),
         ("framing/lines.py", "I/O in layer framing", "socket"),
         ("framing/lines.py", "layer framing imports client", "client.py"),
         ("messages.py", "layer protocol imports client", "client.py"),
@@ -234,21 +234,21 @@ def test_the_checker_follows_a_name_the_package_re_exports() -> None:
     tree = {
         "__init__.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from .client import JsonRpcClient\n",
         "client.py": "class JsonRpcClient: ...\n",
-        "errors.py": "from jsonrpc_threads import JsonRpcClient\n",
+        "errors/__init__.py": "from jsonrpc_threads import JsonRpcClient\n",
         "acp/client.py": "from .. import JsonRpcClient\n",
     }
-    assert _findings(tree) == [("errors.py", "layer protocol imports client", "client.py")]
+    assert _findings(tree) == [("errors/__init__.py", "layer protocol imports client", "client.py")]
 
 
 def test_the_checker_finds_private_names_reached_across_modules() -> None:
     tree = {
         "client.py": "class JsonRpcClient:\n    def _resolve_timeout(self): ...\n",
-        "_deadlines.py": "",
+        "_records.py": "",
         "transports/http/_redact.py": "def _secret(): ...\n",
         "transports/http/_post.py": "from ._redact import _secret\nfrom . import _redact\n",
-        "observe.py": "import jsonrpc_threads.transports.http._redact as redact\nfrom . import _deadlines\n",
+        "observe.py": "import jsonrpc_threads.transports.http._redact as redact\nfrom . import _records\n",
         "mcp/session.py": (
-            "import os\nfrom .. import client\nfrom .._deadlines import check\n\n"
+            "import os\nfrom .. import client\nfrom .._records import check\n\n"
             "class McpClient:\n"
             "    def __init__(self, rpc):\n        self._rpc = rpc\n        self._own = 1\n"
             "    def call(self, other):\n"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jsonrpc_threads._deadlines import deadline_after
+from jsonrpc_threads.deadlines.timeouts import deadline_after
 from jsonrpc_threads.errors import RequestTimeout
 from jsonrpc_threads.lsp import LANGUAGE_IDS, language_id_for, offset_from_position, path_to_uri, position_from_offset
 from jsonrpc_threads.lsp._ordering import InOrder

@@ -97,6 +97,10 @@ class _Guard:
         self.report = os.environ.get(REPORT_ENV) or None
         self._lock = threading.Lock()
         self._seen: List[Tuple[str, str]] = []
+        # urllib3 makes (and closes) an IPv6 socket when it is first imported, to learn whether the
+        # host has IPv6: that import is made here, before any test, not in whichever test comes first.
+        import urllib3  # noqa: F401, PLC0415
+
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: Tuple[Any, ...]) -> None:

@@ -15,8 +15,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import requests
 
-from .._closing import Closing
 from ..errors import AuthorizationError
+from ..runtime.closing import Closing
 from ..transports.http import url_label
 
 logger = logging.getLogger(__name__)

@@ -33,8 +33,8 @@ import logging
 import threading
 from typing import Any, Dict, Optional, Tuple
 
-from .._deadlines import Deadline
-from .._flight import SingleFlight
+from ..deadlines.flight import SingleFlight
+from ..deadlines.timeouts import Deadline
 from ..errors import AuthorizationError
 from ..transports.http import url_label
 from ._context import AUTHORIZATION_CODE, Config, Trigger

@@ -26,8 +26,8 @@ import webbrowser
 from typing import Callable, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from .._closing import Closing
 from ..errors import AuthorizationError
+from ..runtime.closing import Closing
 from ._metadata import is_loopback_host
 
 logger = logging.getLogger(__name__)

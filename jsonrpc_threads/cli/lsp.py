@@ -17,7 +17,7 @@ import logging
 import os
 from typing import IO, Any, Optional, Tuple
 
-from .._deadlines import Deadline
+from ..deadlines.timeouts import Deadline
 from ..errors import HttpError, JsonRpcError, RequestTimeout, TransportClosed
 from .arguments import command_argv, environment
 from .output import EXIT_ERROR_RESULT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CommandFailure, report_first, write_json

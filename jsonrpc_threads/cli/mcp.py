@@ -16,7 +16,7 @@ import argparse
 import logging
 from typing import IO, Any, Optional
 
-from .._deadlines import DEFAULT_TIMEOUT
+from ..deadlines.timeouts import DEFAULT_TIMEOUT
 from ..errors import JsonRpcError, RequestTimeout, TransportClosed
 from ..mcp.config import load_config
 from ..mcp.registry import DEFAULT_CALL_TIMEOUT_S, DEFAULT_STARTUP_TIMEOUT_S, ToolRegistry, UnknownTool, result_text

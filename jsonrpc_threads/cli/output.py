@@ -15,11 +15,11 @@ import json
 import threading
 from typing import IO, Any, Callable, Dict, Optional, Sequence, Set, Tuple
 
-from .._closing import ReportThenClose
 from ..errors import HttpError, JsonRpcError, RemoteError, RequestTimeout, TransportClosed
 from ..mcp.config import ConfigError
 from ..mcp.registry import ServerUnavailable, UnknownServer, UnknownTool
 from ..mcp.supervisor import describe_start_failure
+from ..runtime.closing import ReportThenClose
 
 #: The name of the command, in usage lines and before every error.
 PROG = "jsonrpc-threads"
@@ -83,7 +83,7 @@ def already_reported(error: BaseException) -> bool:
 
 
 def reporter(err: IO[str]) -> Callable[[BaseException], Optional[Callable[[], None]]]:
-    """What ``jsonrpc_threads._closing.ReportThenClose`` calls for a command's error: its line goes
+    """What ``jsonrpc_threads.runtime.closing.ReportThenClose`` calls for a command's error: its line goes
     to ``err`` now (``main`` writes nothing more for it), and, when stopping the server then takes
     more than ``SLOW_CLOSE_NOTICE_S``, a line says so."""
 

@@ -27,11 +27,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
-from .. import _fork, messages
-from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, NO_DEADLINE_AT_S, Timeout, UseDefault, check_timeout
+from .. import messages
 from ..cancellation import CancellationBuilder, lsp_cancellation, mcp_cancellation, resolve_style
+from ..deadlines.timeouts import DEFAULT_TIMEOUT, NO_DEADLINE_AT_S, Timeout, UseDefault, check_timeout
 from ..errors import JsonRpcError, RequestId, TransportClosed
+from ..runtime import fork as _fork
+from ..runtime.closing import Closing
 from ..runtime.scheduler import Scheduler, default_scheduler
 from ..runtime.settling import CallWaiter, waiter_pipes
 from ..transports.base import Transport, describe

@@ -40,8 +40,8 @@ import threading
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, List, Optional
 
-from .._logs import get_logger
 from ..errors import RequestId, RequestTimeout
+from ..runtime.logs import get_logger
 from ..runtime.settling import collected_callbacks
 from ..runtime.workers import current_worker, waiting_for_answer
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional
 
 from .. import messages
-from .._logs import get_logger
 from ..cancellation import CancellationBuilder
 from ..errors import JsonRpcError, MethodNotFound, RequestId
 from ..runtime.dispatch import answer_request, run_notification
+from ..runtime.logs import get_logger
 from ..runtime.workers import PoolClosed, SerialLane, WorkerPool
 from .events import PeerNotification, PeerRequest, Rejected
 from .protocol import Connection

@@ -39,9 +39,9 @@ import time
 from typing import Any, Deque, List, Mapping, Optional, Sequence, Tuple
 
 from .. import messages
-from .._logs import get_logger
 from ..cancellation import CancellationBuilder
 from ..errors import JsonRpcError, RequestId, RequestTimeout, TransportClosed
+from ..runtime.logs import get_logger
 from ..runtime.scheduler import Scheduler, TimerHandle
 from ..runtime.settling import CallbackRunner, CallWaiter, library_settling
 from ..runtime.workers import SerialLane, WorkerPool

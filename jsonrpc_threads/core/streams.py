@@ -41,8 +41,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Iterator, Mapping, Optional
 
 from .. import messages
-from .._logs import get_logger
 from ..errors import RequestId, RequestTimeout
+from ..runtime.logs import get_logger
 
 if TYPE_CHECKING:
     from .shell import Shell

@@ -23,8 +23,8 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from .. import _fork
 from ..errors import TransportClosed
+from ..runtime import fork as _fork
 from ..runtime.wake_pipes import WakePipes
 from ..runtime.workers import current_worker
 from ..transports.base import Transport
@@ -45,7 +45,7 @@ class Teardown:
         shell: the client's shell (its end, and its workers).
         transport: the client's transport, closed once.
         label: the transport's label, for messages.
-        made_in: the fork generation (``jsonrpc_threads._fork``) the client was made in.
+        made_in: the fork generation (``jsonrpc_threads.runtime.fork``) the client was made in.
         wake_pipes: the wake pipes the client attached to (its waiter's), detached at close; or None.
     """
 

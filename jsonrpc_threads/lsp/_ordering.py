@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from typing import Optional, Set
 
-from .._deadlines import passed, wait_slice
+from ..deadlines.timeouts import passed, wait_slice
 
 
 class InOrder:

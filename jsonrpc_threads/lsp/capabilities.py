@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence
 
-from .._logs import get_logger
+from ..runtime.logs import get_logger
 from .positions import DEFAULT_ENCODING, check_encoding
 
 logger = get_logger(__name__)

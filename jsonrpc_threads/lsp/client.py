@@ -57,12 +57,12 @@ from concurrent.futures import Future
 from pathlib import PurePath
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, Deadline, check_timeout
-from .._flight import as_call_timeout
 from .._version import __version__
 from ..client import DEFAULT_HANDLER_WORKERS, JsonRpcClient, Timeout
+from ..deadlines.flight import as_call_timeout
+from ..deadlines.timeouts import DEFAULT_TIMEOUT, Deadline, check_timeout
 from ..errors import RequestTimeout, TransportClosed
+from ..runtime.closing import Closing
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
 from .capabilities import client_capabilities

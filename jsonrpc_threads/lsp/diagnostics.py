@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set
 
-from .._deadlines import passed, wait_slice
+from ..deadlines.timeouts import passed, wait_slice
 from ..errors import RequestTimeout, TransportClosed
 from .uris import normalize_uri
 

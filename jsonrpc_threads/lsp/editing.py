@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .._deadlines import Deadline
-from .._flight import as_call_timeout
-from .._logs import get_logger
 from ..client import JsonRpcClient
+from ..deadlines.flight import as_call_timeout
+from ..deadlines.timeouts import Deadline
 from ..errors import RequestTimeout
+from ..runtime.logs import get_logger
 from .capabilities import SYNC_NONE, SyncOptions, negotiated_encoding, sync_options
 from .diagnostics import DiagnosticsBoard
 from .documents import DocumentStore, language_id_for

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
 
-from .._deadlines import Deadline, Timeout
-from .._flight import Budget, SingleFlight, as_call_timeout
 from ..client import JsonRpcClient
+from ..deadlines.flight import Budget, SingleFlight, as_call_timeout
+from ..deadlines.timeouts import Deadline, Timeout
 from ..errors import RequestTimeout
 from ..transports.base import ExplainsTimeouts, describe
 

@@ -25,7 +25,7 @@ import itertools
 import threading
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from .._logs import get_logger
+from ..runtime.logs import get_logger
 
 logger = get_logger(__name__)
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from .._deadlines import Deadline
 from ..client import JsonRpcClient
+from ..deadlines.timeouts import Deadline
 from .handshake import Handshake, call_within
 from .progress import ProgressCallback, ProgressRouter, join_results
 from .uris import PathOrUri, as_uri

@@ -38,9 +38,9 @@ import copy
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from .. import _logs
-from .._logs import get_logger
 from ..client import JsonRpcClient
+from ..runtime import logs as _logs
+from ..runtime.logs import get_logger
 
 #: Log and show messages sent by servers go here (unless ``on_log`` is given).
 server_logger = get_logger("jsonrpc_threads.lsp.server_log")

@@ -16,9 +16,9 @@ them once).
 
 from __future__ import annotations
 
-from .._logs import get_logger
 from ..client import JsonRpcClient
 from ..errors import JsonRpcError
+from ..runtime.logs import get_logger
 from ..transports.stdio import CLOSE_WAIT_S, StdioTransport
 
 logger = get_logger(__name__)

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
-from .._deadlines import is_nan
+from ..deadlines.timeouts import is_nan
 from .protocol import CACHEABLE_METHODS, RESULT_COMPLETE
 
 #: Entries kept at most (the oldest go first).

@@ -24,8 +24,8 @@ import logging
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, cast
 
-from .._deadlines import Deadline
-from .._flight import Budget
+from ..deadlines.flight import Budget
+from ..deadlines.timeouts import Deadline
 from . import protocol
 from .cache import ResultCache
 from .connection import McpConnection

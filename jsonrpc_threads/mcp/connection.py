@@ -35,10 +35,10 @@ import time
 from concurrent.futures import CancelledError, Future
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
-from .._deadlines import Deadline
-from .._flight import as_call_timeout
 from ..cancellation import mcp_cancellation
 from ..client import JsonRpcClient
+from ..deadlines.flight import as_call_timeout
+from ..deadlines.timeouts import Deadline
 from ..errors import RemoteError, RequestId, RequestTimeout, SessionExpired
 from ..transports.base import Transport
 from . import protocol

@@ -39,9 +39,9 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Set
 
-from .._deadlines import Deadline
-from .._flight import Budget, SingleFlight
 from ..client import JsonRpcClient
+from ..deadlines.flight import Budget, SingleFlight
+from ..deadlines.timeouts import Deadline
 from ..errors import INVALID_REQUEST, HttpError, JsonRpcError, RemoteError, RequestTimeout
 from ..transports.base import Transport
 from . import protocol

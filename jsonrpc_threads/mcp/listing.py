@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .._deadlines import Deadline
+from ..deadlines.timeouts import Deadline
 from ..errors import ProtocolError
 from .cache import page_ttl_ms
 

@@ -29,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
-from .._deadlines import Deadline, Timeout, UseDefault, check_timeout
+from ..deadlines.timeouts import Deadline, Timeout, UseDefault, check_timeout
 from ..errors import JsonRpcError
 from .errors import UnknownTool
 from .llm_formats import (

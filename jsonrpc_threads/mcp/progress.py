@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
-from .._deadlines import wait_slice
+from ..deadlines.timeouts import wait_slice
 from ..errors import RequestTimeout
 
 logger = logging.getLogger(__name__)

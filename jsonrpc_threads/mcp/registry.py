@@ -49,11 +49,11 @@ import logging
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .. import _fork
-from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
+from ..deadlines.timeouts import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
 from ..errors import JsonRpcError
 from ..observe import WireMessage
+from ..runtime import fork as _fork
+from ..runtime.closing import Closing
 from ..transports.config import build_transport
 from .background import Background
 from .config import McpConfig, PathOrMapping, load_config

@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .._deadlines import Deadline
+from ..deadlines.timeouts import Deadline
 from ..errors import JsonRpcError
 from ..observe import add_stats
 from .errors import UnknownServer

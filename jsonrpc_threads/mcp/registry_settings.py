@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from .._deadlines import check_timeout
+from ..deadlines.timeouts import check_timeout
 from ..observe import ToolTracing, WireMessage
 from ..transports.base import Transport
 from ..transports.config import ServerConfig

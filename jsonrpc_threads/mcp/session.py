@@ -36,10 +36,10 @@ import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union, cast
 
 from .. import __version__
-from .._closing import Closing
-from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
-from .._flight import Budget
 from ..client import JsonRpcClient
+from ..deadlines.flight import Budget
+from ..deadlines.timeouts import DEFAULT_TIMEOUT, Deadline, Timeout, check_timeout
+from ..runtime.closing import Closing
 from ..transports.base import Transport
 from ..transports.config import ServerConfig, build_transport, transport_from_config
 from . import protocol, skills

@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional, Tuple
 
-from .._deadlines import Deadline
-from .._flight import as_call_timeout
 from ..client import JsonRpcClient
+from ..deadlines.flight import as_call_timeout
+from ..deadlines.timeouts import Deadline
 from ..errors import JsonRpcError, RequestTimeout, TransportClosed
 from ..observe import add_close_listener, trace_wire
 from ..transports.base import Transport

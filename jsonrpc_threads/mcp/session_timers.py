@@ -28,7 +28,7 @@ import logging
 import threading
 from typing import Any, Callable, List
 
-from .._deadlines import Deadline
+from ..deadlines.timeouts import Deadline
 from ..errors import HttpConnectionError, JsonRpcError, RequestTimeout, TransportClosed
 from ..runtime.scheduler import TimerHandle
 from .registry_settings import Settings

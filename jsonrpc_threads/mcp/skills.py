@@ -33,8 +33,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple, Union
 
-from .._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout
-from .._flight import as_call_timeout
+from ..deadlines.flight import as_call_timeout
+from ..deadlines.timeouts import DEFAULT_TIMEOUT, Deadline, Timeout
 from ..errors import RequestTimeout
 from .errors import ProtocolError, SkillVerificationError
 from .listing import Listing

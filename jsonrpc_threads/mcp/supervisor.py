@@ -37,8 +37,8 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
-from .._deadlines import Deadline
-from .._flight import as_call_timeout, wait_for_outcome
+from ..deadlines.flight import as_call_timeout, wait_for_outcome
+from ..deadlines.timeouts import Deadline
 from ..errors import ConfigError, JsonRpcError, RequestTimeout, TransportClosed
 from ..transports.config import ServerConfig
 from .errors import ServerUnavailable, UnknownTool

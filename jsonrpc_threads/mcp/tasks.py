@@ -45,7 +45,7 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Dict, Optional, Set, Tuple
 
-from .._deadlines import Deadline, wait_slice
+from ..deadlines.timeouts import Deadline, wait_slice
 from ..errors import INTERNAL_ERROR, JsonRpcError, RemoteError, RequestTimeout, TransportClosed, error_from_response
 from ..runtime.scheduler import default_scheduler
 from ..runtime.workers import PoolClosed, WorkerPool

@@ -20,9 +20,9 @@ a reader) and writes the answer.
 
 from __future__ import annotations
 
-from .._logs import LazyLogger, get_logger
 from ..errors import InternalError, JsonRpcError
 from ..messages import encode, error_message, response_message
+from .logs import LazyLogger, get_logger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

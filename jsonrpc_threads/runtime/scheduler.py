@@ -29,9 +29,9 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
-from .. import _fork
-from .._deadlines import MAX_WAIT_SLICE_S, is_nan
-from .._logs import get_logger
+from ..deadlines.timeouts import MAX_WAIT_SLICE_S, is_nan
+from . import fork as _fork
+from .logs import get_logger
 
 logger = get_logger(__name__)
 

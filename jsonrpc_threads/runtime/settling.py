@@ -24,8 +24,8 @@ from __future__ import annotations
 import threading
 import time
 
-from .._deadlines import wait_slice, wait_slice_ms
-from .._logs import get_logger
+from ..deadlines.timeouts import wait_slice, wait_slice_ms
+from .logs import get_logger
 from .wake_pipes import PROCESS_WAKE_PIPES, WAIT_SLICE_MS, WakePipe, WakePipes
 from .workers import DrainQueue, PoolClosed, WorkerPool, current_worker, waiting_for_answer
 

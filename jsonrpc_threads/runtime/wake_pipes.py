@@ -30,7 +30,7 @@ waits on a lock.  Each client attaches itself when it is made
 (``WakePipes.attach``) and detaches itself at ``close()``: once no client is
 left, the idle pipes are closed, and each pipe still in use is closed when its
 call gives it back, so a process whose clients are all closed holds none.  A
-forked child starts with an empty pool (``jsonrpc_threads._fork``).
+forked child starts with an empty pool (``jsonrpc_threads.runtime.fork``).
 
 Thread-safety: ``WakePipes`` may be used from any thread; a ``WakePipe`` has
 one waiter and one waker at a time.
@@ -44,8 +44,8 @@ import sys
 import threading
 import time
 
-from .. import _fork
-from .._logs import get_logger
+from . import fork as _fork
+from .logs import get_logger
 
 TYPE_CHECKING = False  # typing is not imported at run time (as settling, which uses this)
 if TYPE_CHECKING:

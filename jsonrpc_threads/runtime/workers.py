@@ -34,8 +34,8 @@ import itertools
 import threading
 import time
 
-from .._deadlines import MAX_WAIT_SLICE_S, wait_slice
-from .._logs import get_logger
+from ..deadlines.timeouts import MAX_WAIT_SLICE_S, wait_slice
+from .logs import get_logger
 
 TYPE_CHECKING = False  # typing is not imported at run time: a tool server's pool lives here
 if TYPE_CHECKING:

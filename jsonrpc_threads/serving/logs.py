@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from .._logs import LazyLogger
+from ..runtime.logs import LazyLogger
 
 TYPE_CHECKING = False  # typing and logging are not imported at run time: a tool server starts faster
 if TYPE_CHECKING:

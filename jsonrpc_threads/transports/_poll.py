@@ -6,7 +6,7 @@ import os
 import threading
 from typing import Optional
 
-from .._deadlines import wait_slice_ms
+from ..deadlines.timeouts import wait_slice_ms
 
 #: The longest a polling thread waits before it looks at its state again
 #: (for ``close()``, or a deadline that moved), in milliseconds.

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Dict, List, Mapping, Optional, Tuple, Type
 from urllib.parse import parse_qsl, urlsplit
 
-from .._fork import at_fork_in_child
+from ..runtime.fork import at_fork_in_child
 
 REDACTED = "<redacted>"
 #: The loggers (and their children) whose records a ``LogScope`` rewrites.

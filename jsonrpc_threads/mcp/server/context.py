@@ -33,7 +33,7 @@ import itertools
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from ..._deadlines import Deadline
+from ...deadlines.timeouts import Deadline
 from ...errors import InvalidParams, JsonRpcError, RequestTimeout
 
 __all__ = [

@@ -49,9 +49,9 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ... import _fork
 from ...errors import InvalidRequest, JsonRpcError, ParseError
 from ...messages import decode, encode, error_message, is_valid_id, response_message
+from ...runtime import fork as _fork
 from ...runtime.workers import WorkerPool
 from ...serving.http_guard import HostGuard, read_body, send_json
 from ..protocol import SESSION_PROTOCOL_VERSIONS

@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, overload
 
-from ..._deadlines import check_timeout
+from ...deadlines.timeouts import check_timeout
 from .definitions import Catalog, CompletionDefinition, PromptDefinition, ResourceDefinition, ToolDefinition
 from .engine import Engine, ServerIdentity
 from .request_state import StateSeal

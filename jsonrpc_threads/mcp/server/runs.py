@@ -28,7 +28,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
-from ..._deadlines import Deadline
+from ...deadlines.timeouts import Deadline
 from ...errors import InvalidParams, JsonRpcError
 from .content import error_result
 from .context import Context, Exchange, InputRequired, MissingClientCapability

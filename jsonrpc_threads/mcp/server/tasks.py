@@ -56,7 +56,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..._deadlines import Deadline, wait_slice
+from ...deadlines.timeouts import Deadline, wait_slice
 from ...errors import InvalidParams, JsonRpcError, RequestTimeout
 from ...runtime.workers import PoolClosed, WorkerPool
 from ..protocol import RESULT_TASK, TASKS_EXTENSION

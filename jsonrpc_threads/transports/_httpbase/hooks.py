@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable
 
-from ..._deadlines import passed, wait_slice
+from ...deadlines.timeouts import passed, wait_slice
 from ...runtime.workers import PoolClosed, WorkerPool
 from .errors import DeadlinePassed, closed_error
 from .exchange import Exchange

@@ -32,7 +32,7 @@ from typing import Mapping, Optional, Sequence, Union
 
 import requests.auth
 
-from ..._deadlines import passed
+from ...deadlines.timeouts import passed
 from ...errors import HttpError, JsonRpcError, RequestId, RequestTimeout, TransportClosed
 from ...runtime.workers import PoolClosed, WorkerPool
 from .._httpbase.endpoint import Endpoint

@@ -38,11 +38,11 @@ import time
 import weakref
 from typing import Callable, Mapping, Optional, Sequence, Union
 
-from ... import _logs
-from ..._closing import Closing
-from ..._logs import get_logger
 from ...errors import RequestId
 from ...framing import encode_content_length, encode_line
+from ...runtime import logs as _logs
+from ...runtime.closing import Closing
+from ...runtime.logs import get_logger
 from ..base import MessageSink
 from ._child import (
     ATEXIT_JOIN_S,

@@ -21,9 +21,9 @@ import warnings
 import weakref
 from typing import Callable, FrozenSet, Optional, Sequence
 
-from ..._logs import get_logger
 from ...errors import JsonRpcError, RequestId, TransportClosed
 from ...framing import ContentLengthDecoder, LineDecoder
+from ...runtime.logs import get_logger
 from ..base import MessageSink
 from ._exit_watch import ExitWatch
 from ._fast_path import CallerReads

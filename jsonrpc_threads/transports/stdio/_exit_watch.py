@@ -17,7 +17,7 @@ import subprocess
 import threading
 from typing import Callable, Optional
 
-from ..._logs import get_logger
+from ...runtime.logs import get_logger
 from .._poll import close_quietly
 
 _log = get_logger("jsonrpc_threads.transports.stdio")

@@ -32,8 +32,8 @@ import threading
 import time
 from typing import Callable, List, Optional
 
-from ..._deadlines import passed
-from ..._logs import get_logger
+from ...deadlines.timeouts import passed
+from ...runtime.logs import get_logger
 from .._poll import POLL_SLICE_MS, notify_all_waiting, poll_timeout_ms
 from ._reader import CLOSED_STDOUT, Deliver, ReadGate, StdoutReader
 

@@ -30,9 +30,9 @@ import threading
 import time
 from typing import IO, Callable, Deque, List, Optional, Union
 
-from ..._logs import get_logger
 from ...errors import MessageTooLarge
 from ...framing import ContentLengthDecoder, FramingError, LineDecoder, Oversized
+from ...runtime.logs import get_logger
 from .._poll import POLL_SLICE_MS, close_quietly
 from ..base import MessageSink
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Mapping, Opti
 if TYPE_CHECKING:
     import psutil
 
-from ..._logs import get_logger
+from ...runtime.logs import get_logger
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import IO, Optional
 
-from ..._logs import get_logger
+from ...runtime.logs import get_logger
 from .._poll import POLL_SLICE_MS, close_quietly
 
 _log = get_logger("jsonrpc_threads.transports.stdio")

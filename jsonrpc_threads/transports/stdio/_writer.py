@@ -40,9 +40,9 @@ import threading
 import time
 from typing import IO, Callable, Optional, Sequence
 
-from ..._deadlines import wait_slice
-from ..._logs import get_logger
+from ...deadlines.timeouts import wait_slice
 from ...errors import JsonRpcError, RequestId, TransportClosed
+from ...runtime.logs import get_logger
 from .._poll import POLL_SLICE_MS, notify_all_waiting
 from ._frames import FrameQueue, ids_of
 

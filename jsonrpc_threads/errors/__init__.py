@@ -5,8 +5,8 @@ Every exception the library raises is a ``JsonRpcError``, so one
 already handle it, the class has it too (``RequestTimeout`` is a
 ``TimeoutError``, ``TransportClosed`` a ``ConnectionError``, ...).
 This module is the public path of every class: the root, the codes and the
-peer's answers are defined in ``_error_tree.py``, the local failures in
-``_local_errors.py``, and the client, the transports and ``auth/`` import them
+peer's answers are defined in ``errors/_tree.py``, the local failures in
+``errors/_local.py``, and the client, the transports and ``auth/`` import them
 from here.  The MCP
 layer's own errors (MCP's codes, the protocol's violations, the tool
 registry's lookups) live in ``jsonrpc_threads.mcp.errors`` and are imported
@@ -88,7 +88,19 @@ attributes (a message changed after construction included).
 
 from __future__ import annotations
 
-from ._error_tree import (
+from ._local import (
+    AuthorizationError,
+    ConfigError,
+    HttpConnectionError,
+    HttpError,
+    MessageTooLarge,
+    ProtocolError,
+    RequestTimeout,
+    SessionExpired,
+    StreamLost,
+    TransportClosed,
+)
+from ._tree import (
     CONFIG_ERROR,
     HTTP_ERROR,
     INTERNAL_ERROR,
@@ -117,18 +129,6 @@ from ._error_tree import (
     RemoteParseError,
     RequestCancelled,
     error_from_response,
-)
-from ._local_errors import (
-    AuthorizationError,
-    ConfigError,
-    HttpConnectionError,
-    HttpError,
-    MessageTooLarge,
-    ProtocolError,
-    RequestTimeout,
-    SessionExpired,
-    StreamLost,
-    TransportClosed,
 )
 
 TYPE_CHECKING = False  # typing is not imported at run time: a tool server's start-up pays for every module

@@ -2,7 +2,7 @@
 
 Theory of operation: these are the exceptions the library raises of its own
 accord, never built from a wire error: their codes come from the server-error
-range (-32000..-32099, named in ``jsonrpc_threads._error_tree``) and a peer
+range (-32000..-32099, named in ``jsonrpc_threads.errors._tree``) and a peer
 answering with the same code still produces a plain ``RemoteError``.  Each has
 a builtin base where it helps (``RequestTimeout`` is a ``TimeoutError``,
 ``TransportClosed`` and ``HttpConnectionError`` are ``ConnectionError``s,
@@ -12,7 +12,7 @@ a builtin base where it helps (``RequestTimeout`` is a ``TimeoutError``,
 
 from __future__ import annotations
 
-from ._error_tree import (
+from ._tree import (
     CONFIG_ERROR,
     HTTP_ERROR,
     INVALID_REQUEST,

@@ -8,7 +8,7 @@ exception).  Every code the library uses is named here, local ones included, so
 that the table is written once.  The public path of everything here is
 ``jsonrpc_threads.errors``, which re-exports it (and whose docstring holds the
 whole table); the local failures (timeouts, transports, HTTP, configuration)
-are in ``jsonrpc_threads._local_errors``.  Pure: no I/O, nothing of the package.
+are in ``jsonrpc_threads.errors._local``.  Pure: no I/O, nothing of the package.
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import wait as futures_wait
 from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
-from ._deadlines import Deadline, wait_slice
-from .errors import RequestTimeout, TransportClosed
+from ..errors import RequestTimeout, TransportClosed
+from .timeouts import Deadline, wait_slice
 
 T = TypeVar("T")
 

@@ -37,9 +37,38 @@ Example::
 
 from __future__ import annotations
 
-from ._closing import close_in_background
-from ._deadlines import DEFAULT_TIMEOUT, Deadline, Timeout, UseDefault, check_timeout
-from ._flight import STEP_JOIN_S, Budget, SingleFlight, as_call_timeout
+from .timeouts import DEFAULT_TIMEOUT, Deadline, UseDefault, check_timeout
+
+TYPE_CHECKING = False  # typing is not imported at run time: every layer imports this package
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..runtime.closing import close_in_background
+    from .flight import STEP_JOIN_S, Budget, SingleFlight, as_call_timeout
+    from .timeouts import Timeout
+
+
+def __getattr__(name: str) -> Any:
+    """The single flight, ``close_in_background`` and ``Timeout``, loaded on first use.
+
+    Every module of the library imports ``deadlines.timeouts``, and so this
+    package: a tool server's start-up does not pay for threads and futures
+    it may never use.
+    """
+    if name in ("STEP_JOIN_S", "Budget", "SingleFlight", "as_call_timeout"):
+        from . import flight  # noqa: PLC0415
+
+        return getattr(flight, name)
+    if name == "close_in_background":
+        from ..runtime import closing  # noqa: PLC0415
+
+        return closing.close_in_background
+    if name == "Timeout":
+        from . import timeouts  # noqa: PLC0415
+
+        return timeouts.Timeout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_TIMEOUT",
