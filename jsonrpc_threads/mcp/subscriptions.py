@@ -46,12 +46,13 @@ Canceller = Callable[["Future[Any]", str], bool]
 
 
 class _Listen:
-    __slots__ = ("acked", "filters", "future", "honoured")
+    __slots__ = ("acked", "filters", "future", "honoured", "settled")
 
     def __init__(self, future: Future[Any], filters: Dict[str, Any]) -> None:
         self.future = future
         self.filters = filters
         self.acked = threading.Event()
+        self.settled = threading.Event()  # acknowledged, or the request is over (refused, ended, broken)
         self.honoured: Optional[Dict[str, Any]] = None
 
 
@@ -94,7 +95,8 @@ class Subscriptions:
 
         Returns:
             True when the server acknowledged within ``wait`` (False also when
-            it refused: a server without ``subscriptions/listen``).
+            it refused: a server without ``subscriptions/listen``; a refusal,
+            or the request's end, returns at once rather than at ``wait``).
         """
         with self._lock:
             if self._closed:
@@ -110,7 +112,7 @@ class Subscriptions:
         if listen is None:
             return False
         if wait is not None:
-            listen.acked.wait(wait)
+            listen.settled.wait(wait)  # a refusal ends the wait at once, as an acknowledgment does
         return listen.acked.is_set()
 
     def is_current(self, subscription_id: Any) -> bool:
@@ -132,6 +134,7 @@ class Subscriptions:
         honoured = params.get("notifications")
         current.honoured = dict(honoured) if isinstance(honoured, dict) else {}
         current.acked.set()
+        current.settled.set()
         logger.debug("%s: subscription %r acknowledged: %r", self._label, subscription, current.honoured)
 
     def register(self, rpc: Any) -> None:
@@ -168,6 +171,7 @@ class Subscriptions:
 
     def _ended(self, listen: _Listen, future: Future[Any]) -> None:
         """The listen request is over (a done-callback): reopen it if it broke."""
+        listen.settled.set()
         with self._lock:
             if self._current is not listen or self._closed:
                 return
