@@ -146,7 +146,7 @@ def test_a_byte_that_never_comes_sets_the_pipe_aside(pipes: WakePipes, monkeypat
     monkeypatch.setattr(settling, "WAKE_BYTE_WAIT_S", 0.05)
     waiter = CallWaiter(pipes)
     assert not waiter.wait(time.monotonic() + 0.01)
-    waiter._posted = True  # a settler took the wake-up and never wrote (a broken settler)
+    waiter._rouse.pop()  # a settler took the wake-up and never wrote (a broken settler)
     set_aside = len(wake_pipes._SET_ASIDE)
     waiter.finish()  # bounded, and the pipe is never reused
     assert len(wake_pipes._SET_ASIDE) == set_aside + 1

@@ -38,6 +38,8 @@ logger = get_logger(__name__)
 
 #: finish(): the longest to wait for the byte of a settler that is on its way.
 WAKE_BYTE_WAIT_S = 1.0
+
+
 #: What a waiting ``call()`` sleeps on (``JsonRpcClient(waiter=)``): a wake pipe from the
 #: process's pool (``wake_pipes``), or a lock (the plain one).
 WAITERS = ("wake_pipe", "plain")
@@ -61,56 +63,57 @@ class CallWaiter:
 
     A caller that finds it unsettled sleeps on a wake pipe from ``pipes``
     (the waiter strategy, ``wake_pipes``), or on a lock when there is none
-    (``pipes`` None, the plain waiter, or no pipe to be had), and calls
-    ``finish`` once the call is over, in every case, to give the pipe back.
+    (``pipes`` None, the plain waiter, or no pipe to be had), and
+    calls ``finish`` once the call is over, in every case, to give the pipe back.
 
-    ``_guard`` is held only to decide who wakes whom: the caller marks what
-    it sleeps on before its last look at ``_settled``, a settler sets
-    ``_settled`` and takes what to wake, both under it; the wake-up itself
-    (a pipe's byte, a lock's release) happens after it is let go.  One
-    settler at most settles a waiter (whoever removes its id from the pending
-    table); a second settling is ignored.
+    What wakes the caller (its pipe's ``post`` or its lock's ``release``)
+    sits in a one-place slot: the caller puts it there before its last look
+    at ``_settled``, a settler takes it after setting ``_settled``, and
+    whichever of the two takes it out (``list.pop`` is atomic) owns it, so a
+    caller is woken once and never sleeps past its settling, with no lock
+    taken on the way.  One settler at most settles a waiter (whoever removes
+    its id from the pending table); a second settling is ignored.
 
     Args:
         pipes: the pool to take a wake pipe from, or None to wait on a lock.
     """
 
-    __slots__ = ("_error", "_guard", "_held", "_lock", "_pipe", "_pipes", "_posted", "_result", "_settled", "_woken")
+    __slots__ = ("_error", "_held", "_pipe", "_pipes", "_result", "_rouse", "_settled", "_woken")
 
     def __init__(self, pipes: Optional[WakePipes] = None) -> None:
-        # _guard guards _settled (its setting), _pipe, _lock and _posted.
-        self._guard = threading.Lock()
         self._settled = False
         self._held = False  # the answer is in, waiting for notification handlers to finish
         self._result: Any = None
         self._error: Optional[BaseException] = None
         self._pipes = pipes
         self._pipe: Optional[WakePipe] = None  # the wake pipe the caller sleeps on, once it does
-        self._lock: Optional[LockType] = None  # or the lock it sleeps on
-        self._posted = False  # a settler took the pipe to write its byte
+        self._rouse: List[Callable[[], Any]] = []  # at most one: what wakes the caller (see the class docstring)
         self._woken = False  # the wake pipe's byte was read
 
     def settle_result(self, result: Any) -> None:
         """The answer is in (a second settling is ignored)."""
-        self._settle(result, None)
+        if self._settled:
+            return
+        self._result = result
+        self._settled = True
+        if self._rouse:
+            self._wake()
 
     def settle_exception(self, error: BaseException) -> None:
         """The request failed with ``error`` (a second settling is ignored)."""
-        self._settle(None, error)
+        if self._settled:
+            return
+        self._error = error
+        self._settled = True
+        if self._rouse:
+            self._wake()
 
-    def _settle(self, result: Any, error: Optional[BaseException]) -> None:
-        with self._guard:
-            if self._settled:
-                return
-            self._result = result
-            self._error = error
-            self._settled = True
-            pipe, lock = self._pipe, self._lock
-            self._posted = pipe is not None
-        if pipe is not None:
-            pipe.post()
-        elif lock is not None:
-            lock.release()
+    def _wake(self) -> None:
+        try:
+            rouse = self._rouse.pop()
+        except IndexError:  # the caller took it back: it saw the settling itself
+            return
+        rouse()
 
     def settled(self) -> bool:
         """True once the answer (or error) is in."""
@@ -136,17 +139,16 @@ class CallWaiter:
         pipes = self._pipes
         pipe = pipes.take() if pipes is not None else None
         lock: Optional[LockType] = None
-        if pipe is None:
+        if pipe is not None:
+            rouse: Callable[[], Any] = pipe.post
+            self._pipe = pipe
+        else:
             lock = threading.Lock()
             lock.acquire()
-        with self._guard:
-            if not self._settled:
-                self._pipe, self._lock = pipe, lock
-        if pipe is not None and self._pipe is None:  # settled meanwhile: the pipe goes back unused
-            assert pipes is not None
-            pipes.give(pipe)
-            return True
-        if lock is not None and self._lock is None:
+            rouse = lock.release
+        self._rouse.append(rouse)
+        if self._settled:  # settled meanwhile: take the rouse back, unless the settler has it
+            self.finish()
             return True
         if current_worker() is None:
             return self._sleep(pipe, lock, deadline)
@@ -172,24 +174,26 @@ class CallWaiter:
     def finish(self) -> None:
         """The call is over (settled, or about to be): give the wake pipe back, its byte read if one comes.
 
-        A pipe no settler took goes back as it is (no byte will come); one a
+        A rouse still in the slot is taken back (no byte will come); one a
         settler took means its byte is on its way: should it not come within
         ``WAKE_BYTE_WAIT_S``, the pipe is never used again.  Never raises.
         """
-        with self._guard:
-            pipe, posted = self._pipe, self._posted
-            self._pipe = self._lock = None  # a settler from now on wakes nobody
+        pipe = self._pipe
         if pipe is None:  # no pipe, or a lock: a late settler releasing a lock nobody waits on is harmless
             return
         pipes = self._pipes
         assert pipes is not None
-        if posted and not self._woken:  # a settler has it: read its byte
-            end = time.monotonic() + WAKE_BYTE_WAIT_S
-            while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
-                if time.monotonic() >= end:
-                    logger.warning("a wake pipe's byte did not come: the pipe is set aside")
-                    pipes.drop(pipe)
-                    return
+        self._pipe = None
+        if not self._woken:
+            try:
+                self._rouse.pop()  # taken back: nobody writes to it
+            except IndexError:  # a settler has it: read its byte
+                end = time.monotonic() + WAKE_BYTE_WAIT_S
+                while not pipe.wait(wait_slice_ms(end, WAIT_SLICE_MS)):
+                    if time.monotonic() >= end:
+                        logger.warning("a wake pipe's byte did not come: the pipe is set aside")
+                        pipes.drop(pipe)
+                        return
         pipes.give(pipe)
 
     def result(self) -> Any:

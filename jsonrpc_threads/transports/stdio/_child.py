@@ -26,7 +26,7 @@ from ...framing import ContentLengthDecoder, LineDecoder
 from ...runtime.logs import get_logger
 from ..base import MessageSink
 from ._exit_watch import ExitWatch
-from ._fast_path import CallerReads
+from ._fast_path import CallerReads, PipelinedWrites
 from ._reader import EXIT_AFTER_EOF_WAIT_S, HELD_STDOUT, StdoutReader
 from ._reclaim import STDIN_CLOSE_GRACE_S, TERMINATE_GRACE_S, owned, reclaim
 from ._spawn import POSIX
@@ -124,7 +124,9 @@ class Child:
                 self._report_end,
             )
             if reads == "caller":  # the fast path; "reader_thread" keeps the reader's own plain gate
-                self.reader.gate = CallerReads(self.reader)
+                # A call() reads its own answer; the writing held for chunks, paced for pipelining.
+                self.reader.gate = CallerReads(self.reader, self.writer.hold, self.writer.release_hold)
+                self.writer.pace = PipelinedWrites(popen.stdin.fileno())
         except BaseException:  # e.g. out of file descriptors
             if self.exit_watch is not None:
                 self.exit_watch.close()

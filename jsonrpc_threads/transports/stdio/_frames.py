@@ -14,7 +14,7 @@ Thread-safety: none of its own: the writer's lock guards it.
 
 from __future__ import annotations
 
-from typing import Deque, List, Sequence, Tuple
+from typing import Deque, List, Optional, Sequence, Tuple
 
 from ...errors import RequestId
 
@@ -56,10 +56,20 @@ class FrameQueue(Deque[Frame]):
         self.append(Frame(data, request_ids))
         self.queued_bytes += len(data)
 
-    def put_back(self, data: bytes, request_ids: Sequence[RequestId]) -> None:
-        """A write of ``data`` found the pipe full: back at the head."""
-        self.appendleft(Frame(data, request_ids))
+    def put_back(self, data: bytes, request_ids: Sequence[RequestId], frames: Optional[List[Frame]]) -> None:
+        """A write of ``data`` found the pipe full: back at the head, as ``frames`` or as one frame."""
+        if frames is None:
+            self.appendleft(Frame(data, request_ids))
+        else:
+            self.extendleft(reversed(frames))
         self.queued_bytes += len(data)
+
+    def take_all(self) -> List[Frame]:
+        """Every frame, taken out (none is in flight)."""
+        frames = list(self)
+        self.clear()
+        self.queued_bytes = 0
+        return frames
 
     def drop(self, request_ids: Sequence[RequestId]) -> bool:
         """Drop the frames all of whose requests are in ``request_ids`` (not those in flight or begun).

@@ -1,8 +1,9 @@
 """Writing to the child's stdin: in order, whole, and never blocking a caller.
 
 Theory of operation.  stdin is non-blocking, and one party at a time owns the
-writing (``_owner``): a caller or the writer thread.  A frame goes on the wire
-in one of two ways, and which one never changes what the child reads:
+writing (``_owner``): a caller, the writer thread, or a reader holding it.  A
+frame goes on the wire in one of three ways, and which one never changes what
+the child reads:
 
 - the caller writes it itself, in one ``write()``, when nothing is queued,
   nobody owns the writing and the frame is at most ``PIPE_BUF`` bytes: the
@@ -12,7 +13,13 @@ in one of two ways, and which one never changes what the child reads:
 - otherwise it is queued, and the writer thread (started on first need)
   writes the queue in order, waiting in ``poll()`` while the pipe is full.
   Signals never interrupt that thread, so a large frame is always written
-  whole (or the pipe breaks).
+  whole (or the pipe breaks);
+- or, while it is held (``StdinWriter.hold``: the stdio fast path,
+  ``_fast_path``, holds it while it delivers a chunk of answers), it is
+  queued, and ``StdinWriter.release_hold`` writes what was queued in one
+  ``write()``.  More than ``PIPE_BUF`` bytes go to the writer thread instead,
+  and an interrupted write fails the requests it carried (they are never
+  written twice).
 
 So ``StdinWriter.write`` returns at once even when the child has stopped
 reading: a request's caller waits for its answer within its own deadline, not
@@ -38,13 +45,13 @@ import os
 import select
 import threading
 import time
-from typing import IO, Callable, Optional, Sequence
+from typing import IO, Callable, List, Optional, Sequence
 
 from ...deadlines.timeouts import wait_slice
 from ...errors import JsonRpcError, RequestId, TransportClosed
 from ...runtime.logs import get_logger
 from .._poll import POLL_SLICE_MS, notify_all_waiting
-from ._frames import FrameQueue, ids_of
+from ._frames import Frame, FrameQueue, ids_of
 
 _log = get_logger("jsonrpc_threads.transports.stdio")
 
@@ -57,6 +64,7 @@ WRITER_RELEASE_WAIT_S = 0.5
 _CAN_POLL = hasattr(select, "poll")
 _CALLER = "caller"
 _THREAD = "thread"
+_HOLDER = "holder"
 
 FailRequests = Callable[[Sequence[RequestId], JsonRpcError], None]
 ClosedError = Callable[[str], TransportClosed]
@@ -113,6 +121,9 @@ class StdinWriter:
         self._error: Optional[str] = None  # why writing is over (broken pipe, closed)
         self._closed = False  # stdin was closed
         self._thread: Optional[threading.Thread] = None
+        #: Asked (outside the lock) before a frame is written directly: False queues it for the
+        #: writer thread instead (the fast path's pipelining pace; None: always write directly).
+        self.pace: Optional[Callable[[], bool]] = None
 
     @property
     def thread(self) -> Optional[threading.Thread]:
@@ -124,8 +135,13 @@ class StdinWriter:
         """Bytes queued and not written yet."""
         return self._queue.queued_bytes
 
-    def write(self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float]) -> None:
+    def write(
+        self, frame: bytes, request_ids: Sequence[RequestId], deadline: Optional[float], *, may_queue: bool = True
+    ) -> None:
         """Put ``frame`` on the wire after everything written before it; never blocks on the pipe.
+
+        ``may_queue``: False when the caller reads the answer itself next: it
+        is never queued only to go out with later frames (see ``pace``).
 
         Raises:
             TransportClosed: stdin is closed or broken, or the queue stayed
@@ -139,8 +155,10 @@ class StdinWriter:
                 failed = self._failed
             if error is not None:
                 raise (self._failed_error if failed else self._closed_error)(error)
+        pace = self.pace
+        write_now = pace is None or not may_queue or self._owner is not None or bool(self._queue) or pace()
         with self._lock:
-            if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL:
+            if self._owner is None and not self._queue and len(frame) <= ATOMIC_WRITE_BYTES and _CAN_POLL and write_now:
                 self._owner = _CALLER
                 direct = True
             else:
@@ -155,6 +173,51 @@ class StdinWriter:
             raise self._closed_error(stalled)
         if direct:
             self._write_direct(frame, request_ids)
+
+    def hold(self) -> bool:
+        """Queue every frame written from now on, for ``release_hold`` to write in one go.
+
+        Taken by whoever delivers a chunk of answers from stdout, while the
+        callers it wakes write their next requests.  Returns False (nothing
+        held) when somebody else owns the writing, frames are queued already,
+        or writing is over.
+        """
+        with self._lock:
+            if self._owner is not None or self._queue or self._error is not None or not _CAN_POLL:
+                return False
+            self._owner = _HOLDER
+            return True
+
+    def release_hold(self) -> None:
+        """Write what was queued since ``hold``: in one atomic write, or by the writer thread.
+
+        Never raises: when the write fails, the requests it carried are failed
+        through ``fail_requests`` (and every later write raises).
+        """
+        with self._lock:
+            if self._owner != _HOLDER:
+                return
+            if not self._queue or self._error is not None:
+                self._owner = None
+                notify_all_waiting(self._cond)  # the fast path: usually nobody waits
+                return
+            if self._queue.queued_bytes > ATOMIC_WRITE_BYTES:
+                self._hand_to_thread_locked()  # too much for one write that is whole or nothing
+                return
+            frames = self._queue.take_all()
+            self._owner = _CALLER
+        self._write_held(frames)
+
+    def _write_held(self, frames: List[Frame]) -> None:
+        """release_hold(): ``frames`` (at most PIPE_BUF bytes) in one write; a failure fails their requests."""
+        data = frames[0].data if len(frames) == 1 else b"".join([frame.data for frame in frames])
+        try:
+            failure = self._write_owned(data, (), frames)
+        except BaseException:  # interrupted: whether they went out is not known, so never twice
+            self._fail_requests(ids_of(frames), self._closed_error("Interrupted while its request was being written"))
+            raise
+        if failure is not None:  # other callers' frames: their requests fail now, not at their deadlines
+            self._fail_requests(ids_of(frames), self._write_failed(failure))
 
     def abandon(self, request_ids: Sequence[RequestId]) -> None:
         """Drop the still queued frames of these requests (not those being written)."""
@@ -172,6 +235,11 @@ class StdinWriter:
         """
         deadline = time.monotonic() + max(0.0, timeout)
         with self._lock:
+            if self._owner == _HOLDER:  # a reader's hold (maybe this very thread's): the writer thread takes over
+                if self._queue:
+                    self._hand_to_thread_locked()
+                else:
+                    self._owner = None
             while self._error is None and (self._queue or self._owner is not None):
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -235,11 +303,14 @@ class StdinWriter:
     def _failure_text(self, cause: object) -> str:
         return f"Write to {self._label} (pid {self._pid}) failed: {cause}"
 
-    def _write_owned(self, data: bytes, request_ids: Sequence[RequestId]) -> Optional[OSError]:
+    def _write_owned(
+        self, data: bytes, request_ids: Sequence[RequestId], frames: Optional[List[Frame]] = None
+    ) -> Optional[OSError]:
         """Write ``data`` (at most PIPE_BUF bytes) in one write, owning the writing, then hand the writing on.
 
-        A full pipe puts it back at the head of the queue for the writer thread.
-        Returns the write's failure (writing is over then), or None.
+        A full pipe puts it back at the head of the queue for the writer thread
+        (``frames``, or one frame of ``data`` and ``request_ids``).  Returns the
+        write's failure (writing is over then), or None.
         """
         written = False
         completed = False  # False in the finally: interrupted, the bytes are taken as not sent
@@ -261,7 +332,7 @@ class StdinWriter:
                     self._failed = self._error is None
                     self._break_locked(self._failure_text(failure))
                 elif completed and not written and self._error is None:
-                    self._queue.put_back(data, request_ids)
+                    self._queue.put_back(data, request_ids, frames)
                 if self._queue and self._error is None:
                     self._hand_to_thread_locked()
                 else:
