@@ -303,6 +303,13 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: Optional[pytest.Item]) 
     return (yield from tiers.guarding(item))
 
 
+#: The files whose tests take longest (a site build, virtual environments, the conformance suite, the
+#: benchmark groups): handed out first, so the run does not end waiting for one of them.
+SLOWEST_FILES = frozenset(
+    {"test_docs.py", "test_snippets.py", "test_mcp_server_conformance.py", "test_benchmarks_smoke.py"}
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     needing = set()
@@ -311,9 +318,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
             needing.add(index)
     if hasattr(config, "workerinput"):  # an xdist worker: the slow tests (their peers) are handed out first
-        items[:] = [item for index, item in enumerate(items) if index in needing] + [
-            item for index, item in enumerate(items) if index not in needing
-        ]
+        first = [item for index, item in enumerate(items) if index in needing]
+        first.sort(key=lambda item: item.path.name not in SLOWEST_FILES)  # stable: the slowest of all lead
+        items[:] = first + [item for index, item in enumerate(items) if index not in needing]
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:

@@ -246,11 +246,17 @@ def _build_environment(target: Path, requirements: Requirements) -> None:
     complete = target / ".complete"
     shutil.rmtree(target, ignore_errors=True)
     try:
+        # The suite's own pip installs into it (``--python``): no pip of its own to set up (ensurepip), and
+        # nothing byte-compiled that no snippet imports (a snippet compiles what it imports, once).
         subprocess.run(
-            [sys.executable, "-m", "venv", str(target)], check=True, timeout=ENV_BUILD_TIMEOUT_S, capture_output=True
+            [sys.executable, "-m", "venv", "--without-pip", str(target)],
+            check=True,
+            timeout=ENV_BUILD_TIMEOUT_S,
+            capture_output=True,
         )
         package = f"{ROOT}[{','.join(sorted(requirements.extras))}]" if requirements.extras else str(ROOT)
-        install = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        pip = [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")]
+        install = [*pip, "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
         completed = subprocess.run(
             [*install, "-e", package, *sorted(requirements.others)],
             timeout=ENV_BUILD_TIMEOUT_S,
