@@ -66,6 +66,8 @@ LEFTOVER_GRACE_S = 5.0
 ENVS_DIR = ROOT / "build" / "snippet-envs"
 #: Seconds making one environment may take (pip installing from PyPI).
 ENV_BUILD_TIMEOUT_S = 600.0
+#: Builds the editable wheel into the directory given (PEP 660, the [build-system] table's backend).
+BUILD_EDITABLE = "import sys, setuptools.build_meta as backend; backend.build_editable(sys.argv[1])"
 #: What the package's own installation depends on: a change makes new environments.
 PACKAGING_FILES = ("pyproject.toml", "setup.cfg")
 #: Requirements (by name) that need a newer Python than the package's 3.9, as their pages say.
@@ -215,6 +217,15 @@ def _skip_if_python_too_old(requirements: Requirements) -> None:
             pytest.skip(f"{requirement} needs Python {needed[0]}.{needed[1]}+")
 
 
+def _packaging_key(requirements: str = "") -> str:
+    """What names a build: this Python, the packaging files (a change makes new ones) and ``requirements``."""
+    digest = hashlib.sha256(f"{sys.version_info[0]}.{sys.version_info[1]}\n{requirements}\n".encode())
+    for name in PACKAGING_FILES:
+        path = ROOT / name
+        digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()[:16]
+
+
 def environment_for(requirements: Requirements) -> Path:
     """The virtual environment for a set of requirements (made on first use, then kept); its directory.
 
@@ -225,12 +236,7 @@ def environment_for(requirements: Requirements) -> Path:
     again.  One process builds it at a time (a lock file beside it): the others
     wait for it, then use it.
     """
-    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    digest = hashlib.sha256(f"{python}\n{requirements.describe()}\n".encode())
-    for name in PACKAGING_FILES:
-        path = ROOT / name
-        digest.update(path.read_bytes() if path.exists() else b"")
-    target = ENVS_DIR / f"py{python}-{digest.hexdigest()[:16]}"
+    target = ENVS_DIR / f"py{sys.version_info[0]}.{sys.version_info[1]}-{_packaging_key(requirements.describe())}"
     complete = target / ".complete"
     if complete.exists():
         return target
@@ -242,23 +248,54 @@ def environment_for(requirements: Requirements) -> Path:
     return target
 
 
+def editable_wheel() -> Path:
+    """The package as an editable wheel of this working tree, built once and installed into every environment.
+
+    Built with the suite's own setuptools (the test extra has what the
+    ``[build-system]`` table asks for): pip would otherwise set up a build
+    environment and build the package again for each snippet environment.
+    """
+    directory = ENVS_DIR / f"wheel-{_packaging_key()}"
+    complete = directory / ".complete"
+    if not complete.exists():
+        ENVS_DIR.mkdir(parents=True, exist_ok=True)
+        with exclusive(directory.with_name(directory.name + ".lock"), timeout=ENV_BUILD_TIMEOUT_S, what="the wheel"):
+            if not complete.exists():
+                shutil.rmtree(directory, ignore_errors=True)
+                directory.mkdir()
+                completed = subprocess.run(
+                    [sys.executable, "-c", BUILD_EDITABLE, str(directory)],
+                    cwd=str(ROOT),
+                    timeout=ENV_BUILD_TIMEOUT_S,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                assert completed.returncode == 0, f"building the editable wheel failed:\n{completed.stderr}"
+                complete.touch()
+    (wheel,) = directory.glob("*.whl")
+    return wheel
+
+
 def _build_environment(target: Path, requirements: Requirements) -> None:
     complete = target / ".complete"
     shutil.rmtree(target, ignore_errors=True)
     try:
-        # The suite's own pip installs into it (``--python``): no pip of its own to set up (ensurepip), and
-        # nothing byte-compiled that no snippet imports (a snippet compiles what it imports, once).
+        # The suite's own pip installs into it (``--python``): no pip of its own to set up (ensurepip),
+        # nothing byte-compiled that no snippet imports (a snippet compiles what it imports, once), and
+        # the package from the one editable wheel, not built again for each environment.
         subprocess.run(
             [sys.executable, "-m", "venv", "--without-pip", str(target)],
             check=True,
             timeout=ENV_BUILD_TIMEOUT_S,
             capture_output=True,
         )
-        package = f"{ROOT}[{','.join(sorted(requirements.extras))}]" if requirements.extras else str(ROOT)
+        wheel = str(editable_wheel())
+        package = f"{wheel}[{','.join(sorted(requirements.extras))}]" if requirements.extras else wheel
         pip = [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")]
         install = [*pip, "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
         completed = subprocess.run(
-            [*install, "-e", package, *sorted(requirements.others)],
+            [*install, package, *sorted(requirements.others)],
             timeout=ENV_BUILD_TIMEOUT_S,
             capture_output=True,
             text=True,
