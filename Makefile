@@ -30,7 +30,7 @@ CONFORMANCE_SCENARIOS := $(shell cat tests/conformance/scenarios.txt)
 CONFORMANCE_NEXT_SCENARIOS := $(shell cat tests/conformance/scenarios-next.txt)
 CONFORMANCE_RESULTS := build/conformance
 
-.PHONY: demo test test-fast check venv clean node-deps conformance conformance-server bench bench-quick docs docs-serve dist browser loadtest
+.PHONY: demo test test-deps test-fast check venv clean node-deps conformance conformance-server bench bench-quick docs docs-serve dist browser loadtest
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -117,7 +117,13 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS)
 # tests/tiers.py).
 FAST_TIER := not peer and not node and not browser and not thirdparty and not soak
 
-test: $(STAMP) browser $(if $(NPM),$(NODE_STAMP))
+# What the suite needs is installed side by side (the venv, the npm packages, the browser; each one's
+# output kept together), then the suite runs.
+test-deps: $(STAMP) browser $(if $(NPM),$(NODE_STAMP))
+	@:
+
+test:
+	@$(MAKE) --no-print-directory -j3 -O test-deps
 	$(PYTEST)
 
 test-fast: $(STAMP)
