@@ -66,6 +66,10 @@ def _become_subreaper() -> bool:
 
 SUBREAPER = _become_subreaper()
 
+# Node 22 keeps what it compiled of a script (the conformance suite's bundle is 860 kB) for its next
+# start: the suite starts Node a hundred times. Older Nodes ignore the variable.
+os.environ.setdefault("NODE_COMPILE_CACHE", str(TESTS_DIR / "node" / "node_modules" / ".compile-cache"))
+
 
 #: What a test needs beyond Python, this package and its memory transport: a marker each (pyproject.toml
 #: registers them; tests/tiers.py holds the pure tier to it). Keys: a file (``test_x.py``), tests of a
