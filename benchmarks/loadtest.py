@@ -64,6 +64,10 @@ HOST = "127.0.0.1"
 SERVER_START_S = 60.0
 #: Seconds the server gets to stop after SIGTERM (workers finish, registries close their servers).
 SHUTDOWN_S = 30.0
+#: Seconds what the server started gets to be gone after the server exited: its registries closed their
+#: servers before it exited; less than a tool server's end-of-input drain (5 s for a hung tool), so one
+#: left to notice its closed input on its own is caught.
+LEFT_WAIT_S = 3.0
 #: Seconds the warm-up may take to see every worker with all its servers running.
 WARM_UP_S = 60.0
 #: Seconds every ordinary tool call may take (its ?timeout=).
@@ -234,8 +238,14 @@ def session_processes(leader: int) -> List[psutil.Process]:
 
 
 def stop_session(proc: subprocess.Popen[bytes], drain: threading.Thread) -> Tuple[float, List[str]]:
-    """SIGTERM the server ``proc`` leads, wait; the seconds it took and what of its session was left (then killed)."""
+    """SIGTERM the server ``proc`` leads, wait; the seconds it took and what it had started that was left (then killed).
+
+    What it had started is its session and every descendant, seen just
+    before the signal: the MCP servers its registries run are in sessions of
+    their own.  Each gets ``LEFT_WAIT_S`` after the server's exit to be gone.
+    """
     started = time.monotonic()
+    started_by_it = {p.pid: p for p in session_processes(proc.pid) + descendants(proc.pid) if p.pid != proc.pid}
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     try:
@@ -243,7 +253,9 @@ def stop_session(proc: subprocess.Popen[bytes], drain: threading.Thread) -> Tupl
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(SHUTDOWN_S)
-    _, alive = psutil.wait_procs(session_processes(proc.pid), timeout=5.0)
+    for late in session_processes(proc.pid):  # started after the snapshot (a restart during the shutdown)
+        started_by_it.setdefault(late.pid, late)
+    _, alive = psutil.wait_procs(list(started_by_it.values()), timeout=LEFT_WAIT_S)
     names = [f"{p.pid} {' '.join(p.cmdline())[:80]}" for p in alive if _alive(p)]
     for left in alive:
         try:
@@ -255,6 +267,14 @@ def stop_session(proc: subprocess.Popen[bytes], drain: threading.Thread) -> Tupl
     if proc.stderr is not None:
         proc.stderr.close()
     return time.monotonic() - started, names
+
+
+def descendants(pid: int) -> List[psutil.Process]:
+    """The live descendants of ``pid`` (of any session)."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 def _alive(proc: psutil.Process) -> bool:

@@ -24,7 +24,8 @@ Routes:
 
 The registry is made on first use in each process, from the ``mcpServers``
 file named by ``JSONRPC_THREADS_MCP_CONFIG`` (by default, the bundled example
-MCP server), and closed when the process exits.  Every request thread shares
+MCP server), and closed when the process exits (a SIGTERM included, see
+``exit_on_sigterm``).  Every request thread shares
 it: calls to one server are pipelined on its one session.  Made before a fork
 (gunicorn ``--preload`` imports this module in the master), it is let go of in
 each worker and started afresh there on first use.
@@ -36,6 +37,7 @@ import argparse
 import atexit
 import json
 import os
+import signal
 import sys
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -192,6 +194,27 @@ def _mcp_handler(tools: ToolRegistry, method: str, params: Any) -> Any:
         return None
     raise MethodNotFound(f"Method not found: {method}", data={"method": method})
 
+
+def exit_on_sigterm() -> bool:
+    """Make SIGTERM a normal exit, so the registry closes its servers, where nothing else handles it.
+
+    waitress-serve (and Flask's own server) leave SIGTERM to its default,
+    which ends the process without running ``atexit``: the MCP servers the
+    registry started would be left to notice their closed input and finish
+    on their own (a hung tool keeps one up to its end-of-input drain).
+    gunicorn handles SIGTERM itself (its workers exit normally, ``atexit``
+    runs): its handler is left alone.  Call it on the main thread (the only
+    one that can set a handler); returns whether it set one.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return False
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    return True
+
+
+exit_on_sigterm()
 
 #: The WSGI application for gunicorn and waitress (``jsonrpc_threads.examples.webapp:app``).
 app = create_app()
