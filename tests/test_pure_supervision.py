@@ -197,3 +197,38 @@ def test_stats_count_calls_errors_timeouts_and_restarts(ends: PeerEnds) -> None:
         example = registry.stats()["example"]
         assert example["calls"] >= 8 and example["timeouts"] == 1 and example["restarts"] == 1
         assert example["errors"] >= 1 and example["pending"] == 0
+
+
+def test_calls_racing_the_idle_close_always_reach_a_session(ends: PeerEnds) -> None:
+    """A call finds the session running without the lock; retired just then, it starts it again, never fails."""
+    failures: List[BaseException] = []
+    callers, rounds = 6, 30
+    together = threading.Barrier(callers)
+    never = threading.Event()  # never set: a bounded pause that is not a sleep
+
+    def caller(seed: int) -> None:
+        for number in range(rounds):
+            try:
+                message = registry.execute(openai_call("mcp__example__add", {"a": seed, "b": number}))
+                assert message["content"] == str(seed + number), message
+                together.wait(WAIT_S)
+            except BaseException as exc:  # noqa: BLE001 - collected, asserted below
+                failures.append(exc)
+                return
+            # All quiet for about the idle timeout: the session is retired as the next calls come.
+            never.wait(0.015 + (number % 4) * 0.005)
+
+    with registry_of(ends, idle_timeout=0.02) as registry:
+        threads = [threading.Thread(target=caller, args=(seed,)) for seed in range(callers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_S * 3)
+        assert not any(thread.is_alive() for thread in threads)
+        assert registry.execute(openai_call("mcp__example__add", {"a": 1, "b": 1}))["content"] == "2"
+        made = started(ends)
+        # A call that found the session running (the way in without the lock) holds it past the idle timeout.
+        message = registry.execute(openai_call("mcp__example__slow", {"seconds": 0.2, "steps": 2}))
+        assert message["content"] == "waited 0.2s in 2 steps" and started(ends) == made
+    assert failures == []
+    assert made >= 3, "the idle timeout seldom closed the session: the race was not run"

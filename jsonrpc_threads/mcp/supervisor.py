@@ -29,6 +29,7 @@ a session in use.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import logging
@@ -186,6 +187,12 @@ class ServerSupervisor:
         return self._acquire(deadline, lease=False)
 
     def _acquire(self, deadline: Deadline, *, lease: bool) -> McpClient:
+        running = self._life.running()  # every call's case, read without the lock:
+        if running is not None and not running.rpc.closed:  # Leases orders a take against a retirement itself,
+            with contextlib.suppress(TransportClosed):  # and a lease refused (retired just now) goes on below
+                if lease:
+                    running.leases.take()
+                return running
         if self._life.closed:
             raise TransportClosed(CLOSED)
         if self.config is None:
