@@ -105,7 +105,7 @@ class ServerSupervisor:
         self._transport_factory = transport_factory
         self._on_listed = on_listed
         self._on_tools_changed = on_tools_changed
-        # _lock guards _life and _flights.
+        # _lock guards _life and _flights (_acquire reads the running session without it, see there).
         self._lock = threading.Lock()
         self._life: ServerLife[McpClient] = ServerLife(name, settings)
         self._flights: Dict[int, Future[McpClient]] = {}  # what the callers of each flight wait on
