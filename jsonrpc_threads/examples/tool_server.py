@@ -66,16 +66,26 @@ def slow_count(params: Dict[str, Any]) -> int:
 _NEVER = threading.Event()
 
 
+def say(text: str) -> None:
+    """One line on stderr, in one write: lines from handlers running at once never run into each other.
+
+    (``print`` writes the text and its newline separately: a crash on another
+    thread between the two ran two lines into one.)
+    """
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
 def hang(params: Dict[str, Any]) -> None:
     """Never return (to try timeouts and cancellation); says so on stderr first."""
-    print(f"tool_server: request {current_request_id()!r} will never be answered (hang)", file=sys.stderr, flush=True)
+    say(f"tool_server: request {current_request_id()!r} will never be answered (hang)")
     _NEVER.wait()
 
 
 def crash(params: Dict[str, Any]) -> None:
     """Exit the whole process at once with {"code": int} (default 1), without answering."""
     code: int = _param(params, "code", (int,), default=1)
-    print(f"tool_server: crashing on purpose with exit code {code}", file=sys.stderr, flush=True)
+    say(f"tool_server: crashing on purpose with exit code {code}")
     os._exit(code)  # no cleanup, no answer: what a real crash looks like to the client
 
 
@@ -107,7 +117,7 @@ def handle(method: str, params: Any) -> Any:
 
 
 def main() -> None:
-    print(f"tool_server ready (pid {os.getpid()})", file=sys.stderr, flush=True)
+    say(f"tool_server ready (pid {os.getpid()})")
     serve(handle)
 
 
