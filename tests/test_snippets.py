@@ -49,7 +49,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import psutil
 import pytest
@@ -226,26 +226,39 @@ def _packaging_key(requirements: str = "") -> str:
     return digest.hexdigest()[:16]
 
 
-def environment_for(requirements: Requirements) -> Path:
-    """The virtual environment for a set of requirements (made on first use, then kept); its directory.
+def made_once(target: Path, what: str, build: Callable[[Path], None]) -> Path:
+    """``target``, made by ``build(target)`` on first use and kept for the runs after; ``target``.
 
-    Holds the package, installed editable from this working tree with the
-    extras asked for, and the other requirements, from PyPI.  It is made where
-    it stays (a venv's scripts name their interpreter by its path) and marked
-    complete last: one that a failed or interrupted run left unmarked is made
-    again.  One process builds it at a time (a lock file beside it): the others
+    Made where it stays and marked complete last: one that a failed or
+    interrupted run left unmarked is made again.  One process builds it at a
+    time (a lock file beside it): the suite's workers, and runs side by side,
     wait for it, then use it.
     """
-    target = ENVS_DIR / f"py{sys.version_info[0]}.{sys.version_info[1]}-{_packaging_key(requirements.describe())}"
     complete = target / ".complete"
     if complete.exists():
         return target
     ENVS_DIR.mkdir(parents=True, exist_ok=True)
-    # One builder per environment: the suite's workers (and runs side by side) share them.
-    with exclusive(target.with_name(target.name + ".lock"), timeout=ENV_BUILD_TIMEOUT_S, what="a snippet venv"):
+    with exclusive(target.with_name(target.name + ".lock"), timeout=ENV_BUILD_TIMEOUT_S, what=what):
         if not complete.exists():
-            _build_environment(target, requirements)
+            shutil.rmtree(target, ignore_errors=True)
+            try:
+                build(target)
+                complete.touch()
+            except BaseException:
+                shutil.rmtree(target, ignore_errors=True)
+                raise
     return target
+
+
+def environment_for(requirements: Requirements) -> Path:
+    """The virtual environment for a set of requirements (``made_once``); its directory.
+
+    Holds the package, installed editable from this working tree with the
+    extras asked for, and the other requirements, from PyPI.  It is made where
+    it stays: a venv's scripts name their interpreter by its path.
+    """
+    target = ENVS_DIR / f"py{sys.version_info[0]}.{sys.version_info[1]}-{_packaging_key(requirements.describe())}"
+    return made_once(target, "a snippet venv", lambda directory: _build_environment(directory, requirements))
 
 
 def editable_wheel() -> Path:
@@ -255,58 +268,47 @@ def editable_wheel() -> Path:
     ``[build-system]`` table asks for): pip would otherwise set up a build
     environment and build the package again for each snippet environment.
     """
-    directory = ENVS_DIR / f"wheel-{_packaging_key()}"
-    complete = directory / ".complete"
-    if not complete.exists():
-        ENVS_DIR.mkdir(parents=True, exist_ok=True)
-        with exclusive(directory.with_name(directory.name + ".lock"), timeout=ENV_BUILD_TIMEOUT_S, what="the wheel"):
-            if not complete.exists():
-                shutil.rmtree(directory, ignore_errors=True)
-                directory.mkdir()
-                completed = subprocess.run(
-                    [sys.executable, "-c", BUILD_EDITABLE, str(directory)],
-                    cwd=str(ROOT),
-                    timeout=ENV_BUILD_TIMEOUT_S,
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                )
-                assert completed.returncode == 0, f"building the editable wheel failed:\n{completed.stderr}"
-                complete.touch()
+    directory = made_once(ENVS_DIR / f"wheel-{_packaging_key()}", "the wheel", _build_wheel)
     (wheel,) = directory.glob("*.whl")
     return wheel
 
 
+def _build_wheel(directory: Path) -> None:
+    directory.mkdir()
+    completed = subprocess.run(
+        [sys.executable, "-c", BUILD_EDITABLE, str(directory)],
+        cwd=str(ROOT),
+        timeout=ENV_BUILD_TIMEOUT_S,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, f"building the editable wheel failed:\n{completed.stderr}"
+
+
 def _build_environment(target: Path, requirements: Requirements) -> None:
-    complete = target / ".complete"
-    shutil.rmtree(target, ignore_errors=True)
-    try:
-        # The suite's own pip installs into it (``--python``): no pip of its own to set up (ensurepip),
-        # nothing byte-compiled that no snippet imports (a snippet compiles what it imports, once), and
-        # the package from the one editable wheel, not built again for each environment.
-        subprocess.run(
-            [sys.executable, "-m", "venv", "--without-pip", str(target)],
-            check=True,
-            timeout=ENV_BUILD_TIMEOUT_S,
-            capture_output=True,
-        )
-        wheel = str(editable_wheel())
-        package = f"{wheel}[{','.join(sorted(requirements.extras))}]" if requirements.extras else wheel
-        pip = [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")]
-        install = [*pip, "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
-        completed = subprocess.run(
-            [*install, package, *sorted(requirements.others)],
-            timeout=ENV_BUILD_TIMEOUT_S,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert completed.returncode == 0, f"pip install {requirements.describe()} failed:\n{completed.stderr}"
-        (target / "requirements.txt").write_text(requirements.describe() + "\n", encoding="utf-8")
-        complete.touch()
-    except BaseException:
-        shutil.rmtree(target, ignore_errors=True)
-        raise
+    # The suite's own pip installs into it (``--python``): no pip of its own to set up (ensurepip),
+    # nothing byte-compiled that no snippet imports (a snippet compiles what it imports, once), and
+    # the package from the one editable wheel, not built again for each environment.
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(target)],
+        check=True,
+        timeout=ENV_BUILD_TIMEOUT_S,
+        capture_output=True,
+    )
+    wheel = str(editable_wheel())
+    package = f"{wheel}[{','.join(sorted(requirements.extras))}]" if requirements.extras else wheel
+    pip = [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")]
+    install = [*pip, "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+    completed = subprocess.run(
+        [*install, package, *sorted(requirements.others)],
+        timeout=ENV_BUILD_TIMEOUT_S,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, f"pip install {requirements.describe()} failed:\n{completed.stderr}"
+    (target / "requirements.txt").write_text(requirements.describe() + "\n", encoding="utf-8")
 
 
 def _environment(venv: Optional[Path]) -> Dict[str, str]:
