@@ -166,7 +166,8 @@ def fail(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, 
 
 def crash(arguments: Dict[str, Any], progress_token: Optional[Any]) -> Dict[str, Any]:
     code = _bounded(arguments, "code", (int,), 1, 0, MAX_EXIT_CODE)
-    print(f"mcp_tool_server: crashing on purpose with exit code {code}", file=sys.stderr, flush=True)
+    sys.stderr.write(f"mcp_tool_server: crashing on purpose with exit code {code}\n")  # one write: no line of
+    sys.stderr.flush()  # another thread (serve()'s log) lands between the text and its newline, as with print
     os._exit(code)  # no cleanup, no answer: what a real crash looks like to the client
 
 
